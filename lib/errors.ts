@@ -1,0 +1,41 @@
+/**
+ * The one error class of the core (CONVENTIONS lesson 4): callers branch on `code`.
+ * @module
+ */
+
+/** What kind of failure an {@link AgentError} reports. */
+export type AgentErrorCode =
+  | "config" // bad environment, flags, .mcp.json or script file: exit 2
+  | "usage" // bad command line: exit 2
+  | "llm" // the LLM failed after retries, or the scripted model ran out: exit 1
+  | "mcp-connect" // a server could not start or be reached
+  | "mcp" // a request to a server failed (transport, JSON-RPC error, exit)
+  | "timeout" // a deadline passed
+  | "cancelled"; // the caller cancelled
+
+/**
+ * An error with a machine-readable `code`.
+ * @example
+ * throw new AgentError("config", 'Invalid SPROUT_AGENT_MAX_ROUNDS: "x" is not a whole number');
+ */
+export class AgentError extends Error {
+  readonly code: AgentErrorCode;
+  /** HTTP status for `llm` errors, when there was one. */
+  readonly status: number | undefined;
+  constructor(code: AgentErrorCode, message: string, options?: { cause?: unknown; status?: number }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "AgentError";
+    this.code = code;
+    this.status = options?.status;
+  }
+}
+
+/** True for the error an aborted `fetch` or an aborted wait throws. */
+export function isAbortError(error: unknown): boolean {
+  return error instanceof Error && (error.name === "AbortError" || (error as { code?: string }).code === "ABORT_ERR");
+}
+
+/** An `AbortError` (a `DOMException`, as `fetch` throws) for code that aborts by hand. */
+export function abortError(message = "The operation was aborted"): Error {
+  return new DOMException(message, "AbortError");
+}

@@ -1,0 +1,60 @@
+/**
+ * The events the loop emits while a prompt runs (CONVENTIONS lesson 2). The CLI prints them,
+ * `--json` writes them one per line (SPEC section 11), the ACP server turns them into
+ * `session/update` notifications, and tests assert on them.
+ * @module
+ */
+
+import type { StopReason, Usage } from "./types.ts";
+
+/** How one hook call ended (SPEC section 4.3). */
+export type HookOutcome = "objection" | "none" | "timeout" | "error";
+
+/** Every event of a prompt run. `type` is always the first key. */
+export type AgentEvent =
+  /** A main LLM request starts (1-based within the prompt). */
+  | { type: "round-start"; round: number }
+  /** Assistant text as it streams in. */
+  | { type: "text-delta"; text: string }
+  /** The LLM asked for a tool; `name` is the qualified name it used. */
+  | { type: "tool-start"; id: string; name: string; arguments: Record<string, unknown> }
+  /**
+   * A tool call finished. `ok` is false for `isError` results and every failure; `output` is
+   * the text sent to the LLM (after truncation).
+   */
+  | { type: "tool-end"; id: string; name: string; ok: boolean; durationMs: number; output: string }
+  /** One hook call on one server finished. `text` is the objection or injected text. */
+  | {
+    type: "hook";
+    hook: string;
+    server: string;
+    outcome: HookOutcome;
+    durationMs: number;
+    text?: string;
+    message?: string;
+  }
+  /** The context was compacted (SPEC section 8); sizes in estimated tokens. */
+  | {
+    type: "compaction";
+    mode: "summary" | "truncation";
+    beforeTokens: number;
+    afterTokens: number;
+    /** Servers whose `_PostCompact` output was injected. */
+    injected: string[];
+  }
+  /** Something went wrong that does not stop the run (a hook timed out, a server died). */
+  | { type: "warning"; message: string };
+
+/** What a prompt run resolves with. */
+export interface PromptResult {
+  stopReason: StopReason;
+  /** Main LLM requests that completed in this prompt (SPEC section 6.1). */
+  rounds: number;
+  /** Tool calls the LLM asked for in this prompt (injected hook pairs not counted). */
+  toolCalls: number;
+  /** `_Stop` rounds that objected in this prompt. */
+  objections: number;
+  /** Summed over the prompt's requests, compaction summaries included. */
+  usage: Usage;
+  durationMs: number;
+}

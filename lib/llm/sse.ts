@@ -1,0 +1,123 @@
+/**
+ * A Server-Sent Events parser (the WHATWG HTML "event stream" algorithm), shared by the LLM
+ * wire clients and the MCP Streamable HTTP client. Correct for any chunking: lines split on
+ * CRLF, LF or CR (a CR at a chunk's end waits for the next chunk), a leading BOM is dropped,
+ * and multi-byte characters split across chunks are decoded whole.
+ * @module
+ */
+
+/** One dispatched event. `event` defaults to `"message"`. */
+export interface SseEvent {
+  event: string;
+  data: string;
+  /** The last event id seen (sticky, per the spec), or `""`. */
+  id: string;
+  /** A `retry:` field in this event, in milliseconds. */
+  retry?: number;
+}
+
+/**
+ * Incremental parser: feed decoded text, get whole events back.
+ * @example
+ * const p = new SseParser();
+ * p.push("data: a\r\n"); p.push("\r\n"); // → [{event: "message", data: "a", id: ""}]
+ */
+export class SseParser {
+  #buffer = "";
+  #data: string[] = [];
+  #event = "";
+  #id = "";
+  #retry: number | undefined;
+  #started = false;
+  #pendingCr = false;
+
+  /** Feeds text and returns the events it completes. */
+  push(text: string): SseEvent[] {
+    if (!this.#started && text.length > 0) {
+      this.#started = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    if (this.#pendingCr && text.startsWith("\n")) text = text.slice(1);
+    this.#pendingCr = false;
+    this.#buffer += text;
+    const out: SseEvent[] = [];
+    let start = 0;
+    for (let i = 0; i < this.#buffer.length; i++) {
+      const c = this.#buffer.charCodeAt(i);
+      if (c !== 10 && c !== 13) continue;
+      const line = this.#buffer.slice(start, i);
+      if (c === 13) {
+        if (i + 1 === this.#buffer.length) this.#pendingCr = true;
+        else if (this.#buffer.charCodeAt(i + 1) === 10) i++;
+      }
+      start = i + 1;
+      const event = this.#line(line);
+      if (event) out.push(event);
+    }
+    this.#buffer = this.#buffer.slice(start);
+    return out;
+  }
+
+  /** Ends the stream: an unterminated last event is discarded, as the spec says. */
+  end(): SseEvent[] {
+    this.#buffer = "";
+    this.#data = [];
+    this.#event = "";
+    return [];
+  }
+
+  #line(line: string): SseEvent | undefined {
+    if (line === "") {
+      if (this.#data.length === 0) {
+        this.#event = "";
+        this.#retry = undefined;
+        return undefined;
+      }
+      const event: SseEvent = { event: this.#event || "message", data: this.#data.join("\n"), id: this.#id };
+      if (this.#retry !== undefined) event.retry = this.#retry;
+      this.#data = [];
+      this.#event = "";
+      this.#retry = undefined;
+      return event;
+    }
+    if (line.startsWith(":")) return undefined;
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") this.#data.push(value);
+    else if (field === "event") this.#event = value;
+    else if (field === "id") {
+      if (!value.includes("\0")) this.#id = value;
+    } else if (field === "retry" && /^\d+$/.test(value)) this.#retry = Number(value);
+    return undefined;
+  }
+}
+
+/**
+ * Reads a byte stream (a `fetch` body) as SSE events, decoding UTF-8 as a stream.
+ * Stops early when `signal` aborts (the reader is cancelled).
+ */
+export async function* readSse(
+  body: ReadableStream<Uint8Array>,
+  signal?: AbortSignal,
+): AsyncGenerator<SseEvent> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder("utf-8");
+  const parser = new SseParser();
+  const onAbort = () => void reader.cancel().catch(() => {});
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    while (true) {
+      if (signal?.aborted) throw signal.reason ?? new DOMException("aborted", "AbortError");
+      const { done, value } = await reader.read();
+      if (done) break;
+      for (const event of parser.push(decoder.decode(value, { stream: true }))) yield event;
+    }
+    for (const event of parser.push(decoder.decode())) yield event;
+    parser.end();
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    reader.releaseLock();
+  }
+}

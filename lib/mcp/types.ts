@@ -1,0 +1,189 @@
+/**
+ * Shapes of the MCP client (`lib/mcp/`): server configuration, the wire data the agent
+ * reads (tools, call results) and the interface one connection offers. SPEC section 10.
+ * @module
+ */
+
+/** The two protocol eras (SPEC section 10): 2026-07-28 and later, or 2025-11-25 and earlier. */
+export type McpEra = "modern" | "legacy";
+
+/** The newest revision the client speaks; sent first (modern era). */
+export const MODERN_PROTOCOL_VERSION = "2026-07-28";
+/** The newest legacy revision, offered in `initialize`. */
+export const LEGACY_PROTOCOL_VERSION = "2025-11-25";
+/** Every legacy revision the client accepts from `initialize`. */
+export const LEGACY_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] as const;
+
+/** A stdio server: a child process speaking newline-delimited JSON-RPC. */
+export interface StdioServerConfig {
+  type: "stdio";
+  command: string;
+  args: string[];
+  /** Added to the cleared environment (SPEC section 10). */
+  env: Record<string, string>;
+  /** Absolute; defaults to the agent's working folder. */
+  cwd?: string;
+}
+
+/** A Streamable HTTP server. */
+export interface HttpServerConfig {
+  type: "http";
+  url: string;
+  headers: Record<string, string>;
+}
+
+/** One configured server. */
+export interface McpServerConfig {
+  /** Matches `^[A-Za-z0-9_-]{1,64}$` without `__` (SPEC section 5.2). */
+  name: string;
+  /** The name as the user wrote it, when it had to be sanitised (ACP). */
+  displayName?: string;
+  transport: StdioServerConfig | HttpServerConfig;
+  /** Pins the era and skips detection. */
+  protocol?: McpEra;
+}
+
+/** A tool as `tools/list` returns it. */
+export interface McpTool {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema?: unknown;
+  [key: string]: unknown;
+}
+
+/** A content block of a `tools/call` result. */
+export type McpContent =
+  | { type: "text"; text: string }
+  | { type: "image"; data: string; mimeType: string }
+  | { type: "audio"; data: string; mimeType: string }
+  | { type: "resource_link"; uri: string; name?: string; mimeType?: string }
+  | { type: "resource"; resource: { uri: string; mimeType?: string; text?: string; blob?: string } }
+  | { type: string; [key: string]: unknown };
+
+/** The result of `tools/call`. */
+export interface CallToolResult {
+  content: McpContent[];
+  isError?: boolean;
+  structuredContent?: unknown;
+}
+
+/** Options of one request to a server. */
+export interface McpRequestOptions {
+  /** Aborting sends `notifications/cancelled` and rejects with an `AbortError`. */
+  signal?: AbortSignal;
+  /** Rejects with `AgentError` code `timeout` and sends `notifications/cancelled`. */
+  timeoutMs?: number;
+  /** Extra `params._meta` entries (for example `sprout-agent/hook`). */
+  meta?: Record<string, unknown>;
+}
+
+/** How a stdio server's process ended. */
+export interface McpExitInfo {
+  code: number | null;
+  signal: string | null;
+  /** The last bytes of its stderr (at most 64 KiB). */
+  stderrTail: string;
+}
+
+/** Options for {@link McpConnection} creation (`connectMcp` in `lib/mcp/client.ts`). */
+export interface McpConnectOptions {
+  /** Sent as `_meta["sprout-agent/session"]` on every request (SPEC section 10). */
+  sessionId: string;
+  /** `initialize`/`server/discover` and each `tools/list`; default 30000. */
+  initTimeoutMs?: number;
+  /** Largest line accepted from a stdio server; default 4194304. */
+  maxLineBytes?: number;
+  clientInfo?: { name: string; version: string };
+  /** For HTTP servers; defaults to the global `fetch`. */
+  fetch?: typeof fetch;
+  /** The agent's working folder, default cwd for stdio servers. */
+  cwd?: string;
+  /** Environment the pass-through list is taken from; default `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** Era remembered per server configuration for the life of the process (SPEC section 10). */
+  eraCache?: Map<string, McpEra>;
+  /** Non-fatal problems (a repeated cursor, an unparseable line). */
+  onWarning?: (message: string) => void;
+  /** The server announced that its tool list changed. */
+  onToolsChanged?: () => void;
+  /** The connection died (process exit, stream end). Not called after `close()` or `kill()`. */
+  onClose?: (info: McpExitInfo) => void;
+}
+
+/** One live connection to one MCP server. */
+export interface McpConnection {
+  readonly era: McpEra;
+  readonly protocolVersion: string;
+  readonly serverInfo: { name: string; version: string } | undefined;
+  /** The stdio child's pid (its process group id), if any. */
+  readonly pid: number | undefined;
+  /** True once the connection is closed, killed or dead. */
+  readonly closed: boolean;
+  /**
+   * Every tool, following `nextCursor` (stops on a repeated cursor or after 100 pages,
+   * with a warning).
+   * @throws {AgentError} `mcp` or `timeout`
+   */
+  listTools(options?: McpRequestOptions): Promise<McpTool[]>;
+  /**
+   * `tools/call`. A JSON-RPC error, a dead server or a transport failure throws; an
+   * `isError` result resolves.
+   * @throws {AgentError} `mcp` (message says what failed, with exit code and stderr tail
+   *   when the server exited), `timeout`; an `AbortError` when `signal` aborts.
+   */
+  callTool(name: string, args: Record<string, unknown>, options?: McpRequestOptions): Promise<CallToolResult>;
+  /** Kills at once: stdio SIGKILL to the process group; HTTP aborts requests (and DELETEs a legacy session). */
+  kill(): void;
+  /** Graceful close: stdin closed, then SIGTERM, then SIGKILL to the group; HTTP DELETE for legacy sessions. */
+  close(): Promise<void>;
+}
+
+/** A tool call's outcome as the loop sees it: content mapped to history blocks, not yet truncated. */
+export interface ToolOutcome {
+  /** Text and image blocks; other MCP content becomes text markers (`[resource: uri]`). */
+  content: import("../types.ts").ResultBlock[];
+  isError: boolean;
+}
+
+/**
+ * All of a session's servers behind one surface (`lib/mcp/registry.ts`): names and limits
+ * (SPEC section 5), list changes, lazy restart (SPEC section 6.10). The loop and the hook
+ * runner (`lib/hooks.ts`) use only this.
+ */
+export interface ToolRegistry {
+  /**
+   * The LLM-visible tools for the next round, hooks removed, qualified and mapped names,
+   * limits applied. Re-lists servers that announced a change first.
+   */
+  listTools(): Promise<import("../types.ts").ToolDef[]>;
+  /**
+   * Calls an LLM-visible tool by the name the LLM used. Never throws for tool, server or
+   * transport failures: they come back as `isError` outcomes with a clear message
+   * (`unknown tool: <name>` for hooks and unknown names, SPEC section 2.2). A timeout kills
+   * a stdio server (SPEC section 6.8).
+   * @throws an `AbortError` when `options.signal` aborts (after `notifications/cancelled`)
+   */
+  callTool(
+    name: string,
+    args: Record<string, unknown>,
+    options: { signal?: AbortSignal; timeoutMs: number },
+  ): Promise<ToolOutcome>;
+  /** Server names, in configuration order, that list `hook` and are connected now. */
+  hookServers(hook: string): string[];
+  /**
+   * Calls `hook` on one server with arguments `{}`; never restarts a server.
+   * @throws {AgentError} `timeout` (after `notifications/cancelled`), `mcp` for any failure
+   */
+  callHook(
+    server: string,
+    hook: string,
+    options: { timeoutMs: number; meta: Record<string, unknown> },
+  ): Promise<CallToolResult>;
+  /** The name the LLM would see for `<server>__<hook>` (mapped as SPEC section 5.1). */
+  qualifiedName(server: string, bareName: string): string;
+  /** Kills a server at once and marks it dead (SPEC section 4.4). */
+  killServer(server: string, reason: string): void;
+  /** Closes every server; no process is left behind. */
+  close(): Promise<void>;
+}

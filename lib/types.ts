@@ -1,0 +1,114 @@
+/**
+ * Plain data shared by the loop, the LLM wire clients and the MCP registry.
+ *
+ * The history is provider-neutral: each wire client (`lib/llm/*.ts`) maps it to its API's
+ * message shape. SPEC section 6 lists the invariants every history must keep.
+ * @module
+ */
+
+/** Why a prompt ended (SPEC section 11; the ACP `stopReason` values). */
+export type StopReason = "end_turn" | "cancelled" | "max_tokens" | "max_turn_requests" | "refusal";
+
+/**
+ * Why one LLM response ended, normalised from the provider's own field
+ * (Anthropic `stop_reason`, OpenAI `finish_reason`). SPEC section 6.5 maps these to a
+ * {@link StopReason}: `end_turn`, `tool_use` without calls and `other` end the turn.
+ */
+export type ProviderStop = "end_turn" | "tool_use" | "max_tokens" | "refusal" | "pause_turn" | "other";
+
+/** One tool call requested by the LLM (or injected by the agent for a hook). */
+export interface ToolCall {
+  /** Provider id (`toolu_…`, `call_…`) or, for injected hook output, `sprout_hook_…`. */
+  id: string;
+  /** The name the LLM sees: qualified and mapped (SPEC section 5). */
+  name: string;
+  /** Always a JSON object; `null` or absent arguments become `{}`. */
+  arguments: Record<string, unknown>;
+}
+
+/** A content block of a tool result as it is kept in history. */
+export type ResultBlock =
+  | { type: "text"; text: string }
+  | { type: "image"; mimeType: string; data: string };
+
+/** One entry of the conversation history (SPEC section 6). */
+export type HistoryItem =
+  | { role: "user"; text: string }
+  | {
+    role: "assistant";
+    /** May be empty; wire clients never send an empty text block. */
+    text: string;
+    toolCalls: ToolCall[];
+    /**
+     * Provider-native content to resend unchanged (Anthropic `pause_turn`, SPEC section 6.5).
+     * Only the client named in `provider` uses it; others fall back to `text`/`toolCalls`.
+     */
+    native?: { provider: string; content: unknown[] };
+  }
+  | {
+    role: "tool";
+    toolCallId: string;
+    /** At least one block; an empty output is `(no output)` (SPEC section 6.7). */
+    content: ResultBlock[];
+    isError: boolean;
+  };
+
+/** A tool definition as sent to the LLM. */
+export interface ToolDef {
+  /** Matches `^[a-zA-Z0-9_-]{1,64}$`. */
+  name: string;
+  /** At most 1024 bytes (SPEC section 5.4). */
+  description: string;
+  /** Always a JSON Schema with `"type": "object"` at the top. */
+  inputSchema: Record<string, unknown>;
+}
+
+/** Token counts reported by the provider for one request. */
+export interface Usage {
+  /** Input tokens including cache reads and cache writes (SPEC section 8.1). */
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** One LLM request, provider-neutral. */
+export interface LlmRequest {
+  system: string;
+  history: readonly HistoryItem[];
+  /** LLM-visible tools; an empty list means the request defines no tools. */
+  tools: readonly ToolDef[];
+  maxOutputTokens: number;
+  /** Aborts the request (and any retry wait). The promise then rejects with an `AbortError`. */
+  signal?: AbortSignal;
+  /** Called with each text delta as it streams in. */
+  onTextDelta?: (text: string) => void;
+  /** Called before each retry wait with the attempt number (1-based) and the delay. */
+  onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
+  /** Marks a compaction summary request (the scripted model answers it without a turn). */
+  purpose?: "turn" | "summary";
+}
+
+/** One complete LLM response. */
+export interface LlmResponse {
+  text: string;
+  toolCalls: ToolCall[];
+  stop: ProviderStop;
+  /** Absent when the provider reported none. */
+  usage?: Usage;
+  /** Provider-native assistant content, kept for `pause_turn` continuations. */
+  native?: { provider: string; content: unknown[] };
+}
+
+/**
+ * A model the loop can call. `lib/llm/anthropic.ts`, `lib/llm/openai.ts` and
+ * `lib/llm/scripted.ts` implement it; tests may pass their own.
+ */
+export interface Model {
+  /** For display, e.g. `anthropic:claude-sonnet-4-5`. */
+  readonly name: string;
+  /**
+   * Sends one request (streaming where the API allows) and resolves with the whole response.
+   * @throws {AgentError} code `llm` when the provider still fails after the retries of SPEC
+   *   section 9, or the request is invalid; an `AbortError` when `signal` aborts.
+   */
+  complete(request: LlmRequest): Promise<LlmResponse>;
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole suite: type-check, then the same test files under Node (tsx), Bun and Deno.
+# Called by `npm test`. Each runner's end-to-end tests spawn the agent under that runner's
+# runtime; runtime-independent slow checks run once (see tests/helpers/runtime.ts).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$PATH"
+export NO_COLOR=1
+files=(tests/*.test.ts)
+status=0
+step() {
+  local name=$1; shift
+  local start=$SECONDS
+  echo "::: $name: $*"
+  if "$@"; then echo "::: $name passed in $((SECONDS - start)) s"; else echo "::: $name FAILED in $((SECONDS - start)) s"; status=1; fi
+}
+step tsc tsc --noEmit -p tsconfig.json
+step node node --import tsx --test --test-concurrency=2 "${files[@]}"
+step bun bun test --timeout 120000 "${files[@]/#/./}"
+step deno deno test -A --quiet "${files[@]}"
+if [ "$status" -eq 0 ]; then echo "::: all runners passed"; else echo "::: some runner failed"; fi
+exit "$status"

@@ -1,0 +1,87 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { loadConfig, parseHookServers } from "../lib/config.ts";
+import { AgentError } from "../lib/errors.ts";
+
+const noFile = (p: string): string => {
+  throw new Error(`no such file ${p}`);
+};
+
+describe("config", () => {
+  test("defaults follow SPEC section 9", () => {
+    const c = loadConfig({}, noFile);
+    assert.equal(c.maxRounds, 0);
+    assert.equal(c.maxOutputTokens, 32768);
+    assert.equal(c.maxContextTokens, 128000);
+    assert.equal(c.llmTimeoutMs, 120_000);
+    assert.equal(c.toolTimeoutMs, 660_000);
+    assert.equal(c.mcpInitTimeoutMs, 30_000);
+    assert.equal(c.maxParallelTools, 8);
+    assert.equal(c.maxToolResultBytes, 51200);
+    assert.equal(c.maxHandoffs, 5);
+    assert.equal(c.hookTimeoutMs, 2500);
+    assert.equal(c.stopMaxRejections, 3);
+    assert.deepEqual(c.hookServers, { kind: "none" });
+    assert.equal(c.maxLineBytes, 4194304);
+    assert.equal(c.anthropic.baseUrl, "https://api.anthropic.com");
+    assert.equal(c.openai.baseUrl, "https://api.openai.com/v1");
+  });
+
+  for (const [name, value] of [
+    ["SPROUT_AGENT_MAX_ROUNDS", ""],
+    ["SPROUT_AGENT_MAX_ROUNDS", "-1"],
+    ["SPROUT_AGENT_HOOK_TIMEOUT_MS", "2.5"],
+    ["SPROUT_AGENT_MAX_PARALLEL_TOOLS", "0"],
+    ["SPROUT_AGENT_MAX_OUTPUT_TOKENS", "abc"],
+    ["SPROUT_AGENT_PROVIDER", "gemini"],
+  ] as const) {
+    test(`invalid ${name}=${JSON.stringify(value)} is an error naming the variable`, () => {
+      assert.throws(() => loadConfig({ [name]: value }, noFile), (e: unknown) => {
+        assert.ok(e instanceof AgentError);
+        assert.equal(e.code, "config");
+        assert.match(e.message, new RegExp(name));
+        return true;
+      });
+    });
+  }
+
+  test("context must exceed output tokens", () => {
+    assert.throws(
+      () => loadConfig({ SPROUT_AGENT_MAX_CONTEXT_TOKENS: "1000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" }, noFile),
+      /SPROUT_AGENT_MAX_CONTEXT_TOKENS/,
+    );
+  });
+
+  test("system prompt text and file together are an error", () => {
+    assert.throws(
+      () => loadConfig({ SPROUT_AGENT_SYSTEM_PROMPT: "a", SPROUT_AGENT_SYSTEM_PROMPT_FILE: "b" }, () => "x"),
+      /SPROUT_AGENT_SYSTEM_PROMPT_FILE/,
+    );
+  });
+
+  test("an unreadable system prompt file names the variable", () => {
+    assert.throws(() => loadConfig({ SPROUT_AGENT_SYSTEM_PROMPT_FILE: "/nope" }, noFile), /SPROUT_AGENT_SYSTEM_PROMPT_FILE/);
+  });
+
+  test("empty string variables count as unset", () => {
+    const c = loadConfig({ ANTHROPIC_BASE_URL: "", SPROUT_AGENT_SCRIPT: "" }, noFile);
+    assert.equal(c.anthropic.baseUrl, "https://api.anthropic.com");
+    assert.equal(c.scriptPath, undefined);
+  });
+});
+
+describe("MCP_HOOK_SERVERS (SPEC section 3)", () => {
+  test("unset, empty or whitespace: no hooks", () => {
+    assert.deepEqual(parseHookServers(undefined), { kind: "none" });
+    assert.deepEqual(parseHookServers(""), { kind: "none" });
+    assert.deepEqual(parseHookServers("  \t "), { kind: "none" });
+    assert.deepEqual(parseHookServers(" , ,"), { kind: "none" });
+  });
+  test("exactly * after trimming: all servers", () => {
+    assert.deepEqual(parseHookServers(" * "), { kind: "all" });
+  });
+  test("a list is trimmed, empty entries dropped, * inside it is literal", () => {
+    assert.deepEqual(parseHookServers(" a , ,b"), { kind: "only", names: ["a", "b"] });
+    assert.deepEqual(parseHookServers("*,foo"), { kind: "only", names: ["*", "foo"] });
+  });
+});
