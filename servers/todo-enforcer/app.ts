@@ -1,0 +1,165 @@
+/**
+ * The todo-enforcer MCP server: a `todo` tool for the LLM, and the `_Stop` and `_PostCompact`
+ * hooks that the agent calls (never the LLM: the agent hides `_`-named tools from it).
+ *
+ * `createMcpServer()` builds the MCP server (shared by HTTP and stdio); `createApp()` serves it
+ * over Streamable HTTP on a Hono app. Nothing here does I/O at import time.
+ *
+ * This folder is meant to be copied on its own, so the HTTP plumbing (token check, `/health`,
+ * session key) is repeated in servers/test-gate/app.ts on purpose rather than shared.
+ * @module
+ */
+import { timingSafeEqual } from "node:crypto";
+import { createMcpHonoApp } from "@modelcontextprotocol/hono";
+import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
+import type { Hono, MiddlewareHandler } from "hono";
+import * as z from "zod";
+import { MAX_ID, MAX_ITEMS, MAX_TITLE_CHARS, postCompactText, removalWarning, renderTodos, stopText, TodoStore, validateTodos } from "./todo.ts";
+
+/** Name and version announced to MCP clients. */
+export const SERVER_INFO = { name: "todo-enforcer", version: "0.1.0" } as const;
+
+/** The `_meta` key under which sprout-agent sends its session id with every request. */
+export const SESSION_META_KEY = "sprout-agent/session";
+
+/** The state key of a request that carries no session id: one shared default list. */
+export const DEFAULT_SESSION = "default";
+
+/**
+ * Picks the agent session a request belongs to. MCP revision 2026-07-28 has no protocol
+ * sessions, and one HTTP server may serve several agents at once, so the state is keyed by the
+ * id the agent puts in every request's `params._meta["sprout-agent/session"]`. Any MCP host can
+ * send the same key; a request without one shares the default list.
+ */
+export function sessionOf(meta: Record<string, unknown> | undefined): string {
+  const value = meta?.[SESSION_META_KEY];
+  return typeof value === "string" && value !== "" ? value : DEFAULT_SESSION;
+}
+
+const TODO_DESCRIPTION =
+  "Session checklist for multi-step work that must continue across turns or survive context " +
+  "compaction. Call with no arguments to read the list. To change it, pass `todos`: the FULL " +
+  "replacement list (items you leave out are removed). Mark an item done with `done: true` when " +
+  "its work is finished. While any item is open, the agent is advised to keep working instead of " +
+  "ending its turn, so keep the list honest: close items you finish, remove items you drop.";
+
+const todoInput = z.object({
+  todos: z
+    .array(
+      z.object({
+        id: z.number().int().min(1).max(MAX_ID).describe(`Stable item number, 1 to ${MAX_ID}, unique in the list`),
+        title: z.string().describe(`What to do, one line, at most ${MAX_TITLE_CHARS} characters`),
+        done: z.boolean().optional().describe("true when finished (default false)"),
+      }),
+    )
+    .max(MAX_ITEMS)
+    .optional()
+    .describe(`The complete new list, at most ${MAX_ITEMS} items. Omit to read the list.`),
+});
+
+function text(value: string, isError = false) {
+  return { content: [{ type: "text" as const, text: value }], ...(isError ? { isError: true } : {}) };
+}
+
+/**
+ * Builds one MCP server exposing `todo`, `_Stop` and `_PostCompact` over `store`.
+ * Over HTTP a new one is built for every request (the modern revision is stateless), so all
+ * state lives in `store`, never in the server object.
+ * @param session Maps a request's `_meta` to its state key; stdio passes `() => "stdio"`.
+ */
+export function createMcpServer(
+  store: TodoStore,
+  session: (meta: Record<string, unknown> | undefined) => string = sessionOf,
+): McpServer {
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+
+  server.registerTool("todo", { description: TODO_DESCRIPTION, inputSchema: todoInput }, ({ todos }, ctx) => {
+    const key = session(ctx.mcpReq._meta);
+    const before = store.get(key);
+    if (todos === undefined) return text(renderTodos(before));
+    const checked = validateTodos(todos);
+    if (!checked.ok) return text(`Error: ${checked.error}. The list was not changed.`, true);
+    store.set(key, checked.items);
+    const warning = removalWarning(before, checked.items);
+    return text(warning === "" ? renderTodos(checked.items) : `${warning}\n\n${renderTodos(checked.items)}`);
+  });
+
+  // Hooks take no arguments. Returning "" means "no objection": the agent treats blank hook
+  // output as nothing to say, so the turn may end. Any other text is shown to the LLM.
+  server.registerTool(
+    "_Stop",
+    { description: "Agent hook: objects to ending the turn while todo items are open.", inputSchema: z.object({}) },
+    (_args, ctx) => text(stopText(store.get(session(ctx.mcpReq._meta)))),
+  );
+  server.registerTool(
+    "_PostCompact",
+    { description: "Agent hook: returns the todo list for re-injection after a context handoff.", inputSchema: z.object({}) },
+    (_args, ctx) => text(postCompactText(store.get(session(ctx.mcpReq._meta)))),
+  );
+  return server;
+}
+
+/** The Hono context variables set by `createMcpHonoApp`'s body parser. */
+export type McpEnv = { Variables: { parsedBody: unknown } };
+
+/** Options of {@link createApp}. */
+export interface AppOptions {
+  /** The state of every session; pass one in to inspect or share it. Default: a new store. */
+  store?: TodoStore;
+  /**
+   * When set, `/mcp` requires `Authorization: Bearer <token>` (401 otherwise).
+   * `/health` stays open: it reveals nothing.
+   */
+  token?: string;
+  /**
+   * The address the server binds, default `127.0.0.1`. For a localhost address (`127.0.0.1`,
+   * `localhost`, `::1`) the `Host` and `Origin` headers are checked (DNS-rebinding protection).
+   */
+  host?: string;
+  /** Host names accepted in the `Host` header when binding a non-local address such as `0.0.0.0`. */
+  allowedHosts?: string[];
+}
+
+/**
+ * The Hono app serving the todo-enforcer: Streamable HTTP at `/mcp` (both MCP eras, stateless),
+ * `GET /health`, Host/Origin validation and the optional bearer token.
+ * @example
+ * const app = createApp({ token: "s3cret" });
+ * Bun.serve({ fetch: app.fetch, port: 0 });
+ */
+export function createApp(options: AppOptions = {}): Hono<McpEnv> {
+  const store = options.store ?? new TodoStore();
+  // createMcpHonoApp adds Host/Origin validation for local binds and parses JSON bodies.
+  const app = createMcpHonoApp({
+    host: options.host ?? "127.0.0.1",
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+  }) as Hono<McpEnv>;
+  // A fresh McpServer per request: a shared instance cannot serve concurrent requests.
+  const mcp = createMcpHandler(() => createMcpServer(store));
+
+  app.get("/health", (c) => c.json({ status: "ok", server: SERVER_INFO.name }));
+  if (options.token !== undefined) app.use("/mcp", bearerAuth(options.token));
+  app.all("/mcp", (c) => mcp.fetch(c.req.raw, { parsedBody: c.get("parsedBody") }));
+  app.onError((error, c) => {
+    console.error(`Cannot answer ${c.req.method} ${c.req.path}: ${error.message}`);
+    return c.json({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "Internal error" } }, 500);
+  });
+  return app;
+}
+
+/** Middleware: 401 with a JSON-RPC error body unless the request carries the bearer token. */
+function bearerAuth(token: string): MiddlewareHandler {
+  const expected = new TextEncoder().encode(`Bearer ${token}`);
+  return async (c, next) => {
+    const given = new TextEncoder().encode(c.req.header("authorization") ?? "");
+    if (given.length === expected.length && timingSafeEqual(given, expected)) {
+      await next();
+      return;
+    }
+    return c.json(
+      { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized: missing or wrong bearer token" } },
+      401,
+      { "WWW-Authenticate": 'Bearer realm="mcp"' },
+    );
+  };
+}
