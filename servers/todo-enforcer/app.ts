@@ -133,7 +133,7 @@ export function createApp(options: AppOptions = {}): Hono<McpEnv> {
   const app = createMcpHonoApp({
     host: options.host ?? "127.0.0.1",
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
-  }) as Hono<McpEnv>;
+  }) as unknown as Hono<McpEnv>; // it sets `parsedBody`; its declared type does not say so
   // A fresh McpServer per request: a shared instance cannot serve concurrent requests.
   const mcp = createMcpHandler(() => createMcpServer(store));
 
