@@ -1,0 +1,279 @@
+#!/usr/bin/env -S deno run -A
+/**
+ * The command line (SPEC section 11):
+ *
+ *     cli.ts run [--mcp-config FILE] [--json] [PROMPT…]
+ *     cli.ts acp
+ *     cli.ts --help | --version
+ *
+ * Runs under `deno run -A cli.ts`, `bun cli.ts` and `npx tsx cli.ts` alike.
+ * @module
+ */
+
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import process from "node:process";
+import { CONFIG_VARIABLES, type Config, loadConfig, requireProvider } from "./lib/config.ts";
+import { AgentError } from "./lib/errors.ts";
+import type { AgentEvent, PromptResult } from "./lib/events.ts";
+import { createModel } from "./lib/llm/model.ts";
+import { AgentSession } from "./lib/loop.ts";
+import { parseMcpConfig } from "./lib/mcp/config.ts";
+import { createRegistry } from "./lib/mcp/registry.ts";
+import { killAllServers } from "./lib/mcp/stdio.ts";
+import type { McpServerConfig, ToolRegistry } from "./lib/mcp/types.ts";
+import { VERSION } from "./lib/version.ts";
+
+const USAGE = `sprout-agent ${VERSION}: an LLM agent whose lifecycle MCP servers can steer
+
+Usage:
+  cli.ts run [--mcp-config FILE] [--json] [PROMPT…]   run one prompt (PROMPT from stdin when absent or "-")
+  cli.ts acp                                          serve the Agent Client Protocol on stdin/stdout
+  cli.ts --help | --version
+
+Options:
+  --mcp-config FILE   MCP servers in the .mcp.json shape (default: ./.mcp.json when it exists)
+  --json              one JSON event per line on stdout; the last line is the result
+
+Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 130/143 after SIGINT/SIGTERM.
+
+Environment (default in brackets):
+${CONFIG_VARIABLES.map((v) => `  ${v.name.padEnd(34)} ${v.meaning} [${v.default}]`).join("\n")}
+`;
+
+interface RunArgs {
+  mcpConfig: string | undefined;
+  json: boolean;
+  prompt: string[];
+}
+
+function parseRunArgs(args: string[]): RunArgs {
+  const out: RunArgs = { mcpConfig: undefined, json: false, prompt: [] };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") {
+      out.prompt.push(...args.slice(i + 1));
+      break;
+    }
+    if (arg === "--json") out.json = true;
+    else if (arg === "--mcp-config" || arg.startsWith("--mcp-config=")) {
+      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
+      if (value === undefined || value === "") throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
+      out.mcpConfig = value;
+    } else if (arg.startsWith("--") || (arg.startsWith("-") && arg !== "-")) {
+      throw new AgentError("usage", `Unknown flag ${JSON.stringify(arg)}: see --help`);
+    } else out.prompt.push(arg);
+  }
+  return out;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function loadServers(path: string | undefined): McpServerConfig[] {
+  const file = path ?? (existsSync(".mcp.json") ? ".mcp.json" : undefined);
+  if (file === undefined) return [];
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new AgentError("config", `Cannot read MCP configuration ${JSON.stringify(file)}: ${(error as Error).message}`);
+  }
+  return parseMcpConfig(text, resolve(file), { env: process.env, resolvePath: (base, rel) => resolve(base, rel) });
+}
+
+/** Human output: colour only on a TTY without NO_COLOR. */
+function painter(stream: NodeJS.WriteStream) {
+  const on = stream.isTTY === true && (process.env["NO_COLOR"] ?? "") === "";
+  const wrap = (code: string) => (s: string) => (on ? `\x1b[${code}m${s}\x1b[0m` : s);
+  return { dim: wrap("2"), green: wrap("32"), red: wrap("31"), yellow: wrap("33"), cyan: wrap("36") };
+}
+
+function shortArgs(args: Record<string, unknown>): string {
+  const json = JSON.stringify(args);
+  return json.length > 80 ? `${json.slice(0, 77)}…` : json;
+}
+
+function seconds(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function firstLine(text: string, max = 160): string {
+  const line = text.trim().split("\n").find((l) => l.trim() !== "") ?? "";
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/** Prints events for people: streamed text, one line per tool call and hook objection. */
+function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptResult) => void } {
+  const out = painter(process.stdout);
+  const err = painter(process.stderr);
+  let midLine = false;
+  const line = (text: string) => {
+    if (midLine) process.stdout.write("\n");
+    midLine = false;
+    process.stdout.write(`${text}\n`);
+  };
+  return {
+    event(e) {
+      switch (e.type) {
+        case "text-delta":
+          process.stdout.write(e.text);
+          midLine = !e.text.endsWith("\n");
+          break;
+        case "tool-end":
+          line(`${e.ok ? out.green("✓") : out.red("✗")} ${e.name} ${out.dim(`(${seconds(e.durationMs)})`)}${e.ok ? "" : ` ${out.red(firstLine(e.output, 120))}`}`);
+          break;
+        case "tool-start":
+          line(out.dim(`→ ${e.name} ${shortArgs(e.arguments)}`));
+          break;
+        case "hook":
+          if (e.outcome === "objection") {
+            line(out.yellow(`⟲ ${e.hook} objection from ${e.server}: ${firstLine(e.text ?? "")}`));
+          }
+          break;
+        case "compaction":
+          line(out.cyan(
+            `⟲ context compacted: ${Math.round(e.beforeTokens / 1000)}k → ${Math.round(e.afterTokens / 1000)}k tokens` +
+              (e.mode === "truncation" ? " (old turns dropped)" : `; _PostCompact: ${e.injected.join(", ") || "none"}`),
+          ));
+          break;
+        case "warning":
+          if (midLine) process.stdout.write("\n");
+          midLine = false;
+          process.stderr.write(err.yellow(`warning: ${e.message}\n`));
+          break;
+        case "round-start":
+          break;
+      }
+    },
+    result(r) {
+      line(out.dim(
+        `■ ${r.stopReason} · ${r.rounds} round${r.rounds === 1 ? "" : "s"} · ${r.toolCalls} tool call${r.toolCalls === 1 ? "" : "s"} · ` +
+          `${r.objections} objection${r.objections === 1 ? "" : "s"} · ${seconds(r.durationMs)}`,
+      ));
+    },
+  };
+}
+
+/** `cli.ts run`: one prompt through the agent. Returns the exit status. */
+async function run(args: string[]): Promise<number> {
+  const parsed = parseRunArgs(args);
+  const config: Config = loadConfig(process.env, (p) => readFileSync(p, "utf8"));
+  requireProvider(config);
+  const servers = loadServers(parsed.mcpConfig);
+  let prompt: string;
+  if (parsed.prompt.length === 0 || (parsed.prompt.length === 1 && parsed.prompt[0] === "-")) {
+    if (parsed.prompt.length === 0 && process.stdin.isTTY) {
+      throw new AgentError("usage", "Missing prompt: give it as arguments, or pipe it on stdin");
+    }
+    prompt = await readStdin();
+  } else prompt = parsed.prompt.join(" ");
+  if (prompt.trim() === "") throw new AgentError("usage", "Missing prompt: the prompt is empty");
+
+  const model = createModel(config);
+  const json = parsed.json;
+  const emitJson = (value: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(value)}\n`);
+  const human = json ? undefined : humanPrinter();
+  const warn = (message: string) => {
+    if (json) emitJson({ type: "warning", message });
+    else human!.event({ type: "warning", message });
+  };
+
+  const sessionId = crypto.randomUUID();
+  const controller = new AbortController();
+  let signalled: "SIGINT" | "SIGTERM" | undefined;
+  const onSignal = (name: "SIGINT" | "SIGTERM") => () => {
+    if (signalled !== undefined) {
+      killAllServers();
+      process.exit(name === "SIGINT" ? 130 : 143);
+    }
+    signalled = name;
+    controller.abort();
+  };
+  process.on("SIGINT", onSignal("SIGINT"));
+  process.on("SIGTERM", onSignal("SIGTERM"));
+
+  const { registry, failures } = await createRegistry(servers, {
+    sessionId,
+    initTimeoutMs: config.mcpInitTimeoutMs,
+    maxLineBytes: config.maxLineBytes,
+    cwd: process.cwd(),
+    env: process.env,
+    onWarning: warn,
+  });
+  for (const f of failures) warn(`Cannot start server "${f.server}": ${f.message}`);
+  let registryRef: ToolRegistry | undefined = registry;
+  try {
+    if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
+    const session = new AgentSession({ config, model, registry, id: sessionId });
+    const runHandle = session.prompt(prompt, { signal: controller.signal });
+    for await (const event of runHandle) {
+      if (json) emitJson(event as unknown as Record<string, unknown>);
+      else human!.event(event);
+    }
+    let result: PromptResult;
+    try {
+      result = await runHandle.result;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (json) emitJson({ type: "error", message });
+      else process.stderr.write(`error: ${message}\n`);
+      return 1;
+    }
+    if (json) {
+      emitJson({
+        type: "result",
+        stopReason: result.stopReason,
+        rounds: result.rounds,
+        toolCalls: result.toolCalls,
+        objections: result.objections,
+        usage: result.usage,
+        durationMs: result.durationMs,
+      });
+    } else human!.result(result);
+    if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
+    return 0;
+  } finally {
+    await registryRef.close().catch(() => {});
+    registryRef = undefined;
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    process.stdout.write(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  if (command === "--version" || command === "-V") {
+    process.stdout.write(`sprout-agent ${VERSION}\n`);
+    return 0;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (command === "run") return await run(rest);
+  if (command === "acp") {
+    const { serveAcp } = await import("./lib/acp.ts");
+    return await serveAcp({ env: process.env, stdin: process.stdin, stdout: process.stdout });
+  }
+  throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: use run or acp (see --help)`);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    killAllServers();
+    // Exit explicitly: a stdin reader or keep-alive socket must not hold the process open.
+    process.stdout.write("", () => process.exit(code));
+  },
+  (error: unknown) => {
+    killAllServers();
+    const usage = error instanceof AgentError && (error.code === "config" || error.code === "usage");
+    const text = usage || error instanceof AgentError ? (error as Error).message : error instanceof Error ? error.stack ?? error.message : String(error);
+    process.stderr.write(`sprout-agent: ${text}\n`, () => process.exit(usage ? 2 : 1));
+  },
+);

@@ -1,0 +1,308 @@
+/**
+ * One agent session and its prompts: rounds, tool execution, the `_Stop` gate and
+ * compaction (SPEC sections 6, 7 and 8). No I/O of its own: the model, the tool registry
+ * and the clock are passed in (CONVENTIONS lesson 1).
+ * @module
+ */
+
+import { type Config, hooksEnabledFor } from "./config.ts";
+import { AgentError, isAbortError } from "./errors.ts";
+import type { AgentEvent, PromptResult } from "./events.ts";
+import { HookRunner, injectionItems } from "./hooks.ts";
+import type { ToolOutcome, ToolRegistry } from "./mcp/types.ts";
+import { contentText, formatToolContent } from "./results.ts";
+import { eventStream, type EventStream } from "./stream.ts";
+import type { HistoryItem, LlmResponse, Model, StopReason, ToolCall, ToolDef, Usage } from "./types.ts";
+import { Compactor } from "./compactor.ts";
+
+/** At most this many tool calls of one response are kept (SPEC section 6.6). */
+export const MAX_TOOL_CALLS_PER_RESPONSE = 64;
+/** At most this many `pause_turn` continuations in a row (SPEC section 6.5). */
+export const MAX_PAUSE_CONTINUATIONS = 5;
+
+/** Options of {@link AgentSession}. */
+export interface SessionOptions {
+  config: Config;
+  model: Model;
+  registry: ToolRegistry;
+  /** Session id, sent to MCP servers as `_meta["sprout-agent/session"]`; default a random UUID. */
+  id?: string;
+  /** Milliseconds clock for durations; default `Date.now`. */
+  now?: () => number;
+}
+
+/** A prompt in progress: iterate its events, await its result. */
+export type PromptRun = EventStream<AgentEvent, PromptResult>;
+
+/**
+ * One conversation: the history, the `_Stop` budget and the compaction count live here and
+ * survive across prompts (SPEC sections 7.2 and 8.4).
+ * @example
+ * const session = new AgentSession({ config, model, registry });
+ * const run = session.prompt("fix the tests");
+ * for await (const event of run) console.log(event.type);
+ * const { stopReason } = await run.result;
+ */
+export class AgentSession {
+  /** The session id. */
+  readonly id: string;
+  /** The conversation so far; valid for the next request after every prompt (SPEC section 6). */
+  readonly history: HistoryItem[] = [];
+  /** `_Stop` objections used in this session (never reset; SPEC section 7.2). */
+  stopRejections = 0;
+  /** The first prompt of the session, kept for compaction summaries. */
+  originalTask: string | undefined;
+  readonly #config: Config;
+  readonly #model: Model;
+  readonly #registry: ToolRegistry;
+  readonly #now: () => number;
+  readonly #hooks: HookRunner;
+  readonly #compactor: Compactor;
+  #emit: (event: AgentEvent) => void = () => {};
+  #busy = false;
+
+  constructor(options: SessionOptions) {
+    this.id = options.id ?? crypto.randomUUID();
+    this.#config = options.config;
+    this.#model = options.model;
+    this.#registry = options.registry;
+    this.#now = options.now ?? Date.now;
+    this.#hooks = new HookRunner({
+      registry: options.registry,
+      allow: options.config.hookServers,
+      timeoutMs: options.config.hookTimeoutMs,
+      onEvent: (event) => this.#emit(event),
+    });
+    this.#compactor = new Compactor({
+      config: options.config,
+      model: options.model,
+      hooks: this.#hooks,
+      registry: options.registry,
+    });
+  }
+
+  /** Compactions done in this session (at most `SPROUT_AGENT_MAX_HANDOFFS`). */
+  get handoffs(): number {
+    return this.#compactor.handoffs;
+  }
+
+  /** True while a prompt runs. */
+  get busy(): boolean {
+    return this.#busy;
+  }
+
+  /**
+   * Runs one prompt to its end. Events stream as they happen; `result` resolves with the
+   * stop reason and counts.
+   * @param text the user's prompt (non-empty)
+   * @param options.signal cancels the prompt: stop reason `cancelled`, history kept valid
+   * @throws (through `result`) {AgentError} `llm` when the LLM fails after its retries; the
+   *   history stays valid for the next prompt. Calling `prompt` while one runs throws at once.
+   */
+  prompt(text: string, options: { signal?: AbortSignal } = {}): PromptRun {
+    if (this.#busy) throw new AgentError("usage", "Cannot start a prompt: prompt already in flight");
+    if (text.trim() === "") throw new AgentError("usage", "Cannot start a prompt: the prompt is empty");
+    this.#busy = true;
+    const { stream, push, close } = eventStream<AgentEvent, PromptResult>();
+    this.#emit = push;
+    const signal = options.signal ?? new AbortController().signal;
+    this.#run(text, signal).then(
+      (result) => close({ result }),
+      (error: unknown) => close({ error }),
+    ).finally(() => {
+      this.#busy = false;
+      this.#emit = () => {};
+    });
+    return stream;
+  }
+
+  async #run(text: string, signal: AbortSignal): Promise<PromptResult> {
+    const started = this.#now();
+    const config = this.#config;
+    this.originalTask ??= text;
+    this.history.push({ role: "user", text });
+    const usage: Usage = { inputTokens: 0, outputTokens: 0 };
+    let rounds = 0;
+    let toolCalls = 0;
+    let objections = 0;
+    let objectedLast = false;
+    let pauses = 0;
+    const finish = (stopReason: StopReason): PromptResult => ({
+      stopReason,
+      rounds,
+      toolCalls,
+      objections,
+      usage,
+      durationMs: this.#now() - started,
+    });
+
+    while (true) {
+      if (config.maxRounds > 0 && rounds >= config.maxRounds) return finish("max_turn_requests");
+      if (signal.aborted) return finish("cancelled");
+
+      const compaction = await this.#compactor.maybeCompact(this.history, {
+        signal,
+        emit: this.#emit,
+        round: rounds + 1,
+        rejectionsUsed: this.stopRejections,
+        originalTask: this.originalTask,
+        usage,
+      });
+      if (compaction === "cancelled") return finish("cancelled");
+
+      const tools: ToolDef[] = await this.#registry.listTools();
+      this.#emit({ type: "round-start", round: rounds + 1 });
+      const sentBytes = this.#compactor.historyBytes(this.history);
+      let response: LlmResponse;
+      try {
+        response = await this.#model.complete({
+          system: config.systemPrompt,
+          history: this.history,
+          tools,
+          maxOutputTokens: config.maxOutputTokens,
+          signal,
+          onTextDelta: (delta) => this.#emit({ type: "text-delta", text: delta }),
+          onRetry: ({ attempt, delayMs, reason }) =>
+            this.#emit({ type: "warning", message: `LLM request failed (${reason}); retry ${attempt} in ${delayMs} ms` }),
+        });
+      } catch (error) {
+        if (signal.aborted || isAbortError(error)) return finish("cancelled");
+        throw error;
+      }
+      rounds++;
+      if (response.usage) {
+        usage.inputTokens += response.usage.inputTokens;
+        usage.outputTokens += response.usage.outputTokens;
+      }
+      this.#compactor.recordUsage(response.usage, sentBytes);
+
+      if (response.stop === "pause_turn" && response.toolCalls.length === 0 && pauses < MAX_PAUSE_CONTINUATIONS) {
+        // The provider paused a long turn: send it back unchanged so the model continues.
+        pauses++;
+        this.#pushAssistant(response, []);
+        continue;
+      }
+      pauses = 0;
+
+      if (response.toolCalls.length === 0 || response.stop === "max_tokens") {
+        // A response cut off by the length limit never has its tool calls run (SPEC 6.6).
+        this.#pushAssistant(response, []);
+        const stop = mapStop(response);
+        if (stop !== "end_turn") return finish(stop);
+        // The _Stop gate (SPEC section 7).
+        if (objectedLast) return finish("end_turn");
+        if (this.stopRejections >= config.stopMaxRejections) {
+          if (config.stopMaxRejections > 0 && this.#registry.hookServers("_Stop").some((s) => hooksEnabledFor(config.hookServers, s))) {
+            this.#emit({
+              type: "warning",
+              message: `Stop-hook budget exhausted (${config.stopMaxRejections} objections used): ending the turn without calling _Stop`,
+            });
+          }
+          return finish("end_turn");
+        }
+        const results = await this.#hooks.run("_Stop", {
+          round: rounds,
+          rejectionsUsed: this.stopRejections,
+          rejectionsLeft: config.stopMaxRejections - this.stopRejections,
+        });
+        const objecting = results.filter((r) => r.outcome === "objection");
+        if (objecting.length === 0) return finish("end_turn");
+        this.stopRejections++;
+        objections++;
+        objectedLast = true;
+        this.history.push(...injectionItems("_Stop", objecting, this.#registry));
+        continue;
+      }
+
+      let calls = response.toolCalls;
+      if (calls.length > MAX_TOOL_CALLS_PER_RESPONSE) {
+        this.#emit({
+          type: "warning",
+          message: `The model asked for ${calls.length} tool calls in one response: only the first ${MAX_TOOL_CALLS_PER_RESPONSE} run`,
+        });
+        calls = calls.slice(0, MAX_TOOL_CALLS_PER_RESPONSE);
+      }
+      this.#pushAssistant(response, calls);
+      objectedLast = false;
+      toolCalls += calls.length;
+      const results = await this.#runTools(calls, signal);
+      calls.forEach((call, i) => {
+        const outcome = results[i] ?? { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
+        this.history.push({ role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError });
+      });
+      if (signal.aborted) return finish("cancelled");
+    }
+  }
+
+  #pushAssistant(response: LlmResponse, calls: ToolCall[]): void {
+    if (response.text.trim() === "" && calls.length === 0 && response.native === undefined) return;
+    const item: HistoryItem = { role: "assistant", text: response.text, toolCalls: calls };
+    if (response.native !== undefined && calls.length === response.toolCalls.length) item.native = response.native;
+    this.history.push(item);
+  }
+
+  /** Runs calls concurrently (at most `maxParallelTools` at once); results in call order. */
+  async #runTools(calls: readonly ToolCall[], signal: AbortSignal): Promise<ToolOutcome[]> {
+    const results: ToolOutcome[] = new Array(calls.length);
+    let next = 0;
+    const cancelled = (): ToolOutcome => ({ content: [{ type: "text", text: "cancelled" }], isError: true });
+    const worker = async () => {
+      while (next < calls.length) {
+        const index = next++;
+        const call = calls[index]!;
+        const started = this.#now();
+        this.#emit({ type: "tool-start", id: call.id, name: call.name, arguments: call.arguments });
+        let outcome: ToolOutcome;
+        if (signal.aborted) outcome = cancelled();
+        else {
+          try {
+            outcome = await raceAbort(
+              this.#registry.callTool(call.name, call.arguments, { signal, timeoutMs: this.#config.toolTimeoutMs }),
+              signal,
+            );
+            outcome = { content: formatToolContent(outcome.content, this.#config.maxToolResultBytes), isError: outcome.isError };
+          } catch (error) {
+            outcome = signal.aborted || isAbortError(error) ? cancelled() : {
+              content: [{ type: "text", text: `Tool call failed: ${(error as Error).message}` }],
+              isError: true,
+            };
+          }
+        }
+        results[index] = outcome;
+        this.#emit({
+          type: "tool-end",
+          id: call.id,
+          name: call.name,
+          ok: !outcome.isError,
+          durationMs: this.#now() - started,
+          output: contentText(outcome.content),
+        });
+      }
+    };
+    const workers = Array.from({ length: Math.min(this.#config.maxParallelTools, calls.length) }, worker);
+    await Promise.all(workers);
+    return results;
+  }
+}
+
+/** Maps a tool-less response's provider stop to a prompt stop (SPEC section 6.5). */
+export function mapStop(response: Pick<LlmResponse, "stop">): StopReason {
+  switch (response.stop) {
+    case "max_tokens":
+      return "max_tokens";
+    case "refusal":
+      return "refusal";
+    default:
+      return "end_turn";
+  }
+}
+
+/** Settles with `promise`, or rejects with an `AbortError` as soon as `signal` aborts. */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new DOMException("cancelled", "AbortError"));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new DOMException("cancelled", "AbortError"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

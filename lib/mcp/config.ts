@@ -1,0 +1,206 @@
+/**
+ * `.mcp.json` → validated server configurations (SPEC sections 5.2, 10 and 11), and the
+ * sanitising of server names sent by ACP clients.
+ * @module
+ */
+
+import { AgentError } from "../errors.ts";
+import type { McpServerConfig } from "./types.ts";
+
+/** Legal server names in `.mcp.json` (SPEC section 5.2); `__` is also refused. */
+export const SERVER_NAME_PATTERN: RegExp = /^[A-Za-z0-9_-]{1,64}$/;
+/** At most this many servers per session (SPEC section 5.4). */
+export const MAX_SERVERS = 16;
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Expands `${VAR}` and `${VAR:-default}` from `env`. An unset variable without a default
+ * becomes the empty string.
+ * @example expandVars("Bearer ${TOKEN:-none}", {}) // "Bearer none"
+ */
+export function expandVars(text: string, env: Env): string {
+  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, fallback?: string) => {
+    const value = env[name];
+    return value !== undefined && value !== "" ? value : fallback ?? "";
+  });
+}
+
+/**
+ * The keys of the object at `path` inside JSON `text`, in the order they are written
+ * (`JSON.parse` moves integer-like keys first; SPEC section 11 wants file order).
+ * @throws {SyntaxError} when `text` is not JSON
+ */
+export function objectKeysInOrder(text: string, path: readonly string[]): string[] {
+  let i = 0;
+  const ws = () => {
+    while (i < text.length && " \t\r\n".includes(text[i]!)) i++;
+  };
+  const str = (): string => {
+    const start = i;
+    i++;
+    while (i < text.length && text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+    i++;
+    return JSON.parse(text.slice(start, i)) as string;
+  };
+  // Skips one value; when `want` is set and the value is an object, returns its keys.
+  const value = (depth: number): string[] | undefined => {
+    ws();
+    const c = text[i];
+    if (c === "{") {
+      i++;
+      const keys: string[] = [];
+      let found: string[] | undefined;
+      ws();
+      if (text[i] === "}") {
+        i++;
+        return depth === path.length ? keys : undefined;
+      }
+      while (i < text.length) {
+        ws();
+        const key = str();
+        keys.push(key);
+        ws();
+        i++; // colon
+        const inner = depth < path.length && key === path[depth] ? value(depth + 1) : (value(Number.POSITIVE_INFINITY), undefined);
+        if (inner !== undefined) found = inner;
+        ws();
+        if (text[i] === ",") i++;
+        else {
+          i++;
+          break;
+        }
+      }
+      return depth === path.length ? keys : found;
+    }
+    if (c === "[") {
+      i++;
+      ws();
+      if (text[i] === "]") {
+        i++;
+        return undefined;
+      }
+      while (i < text.length) {
+        value(Number.POSITIVE_INFINITY);
+        ws();
+        if (text[i++] !== ",") break;
+      }
+      return undefined;
+    }
+    if (c === '"') {
+      str();
+      return undefined;
+    }
+    while (i < text.length && !",}] \t\r\n".includes(text[i]!)) i++;
+    return undefined;
+  };
+  JSON.parse(text); // validate first: the scanner above assumes well-formed JSON
+  return value(0) ?? [];
+}
+
+function fail(file: string, message: string): never {
+  throw new AgentError("config", `Invalid MCP configuration ${JSON.stringify(file)}: ${message}`);
+}
+
+function stringMap(file: string, field: string, raw: unknown, env: Env): Record<string, string> {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== "object" || Array.isArray(raw)) fail(file, `${field} must be an object of strings`);
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (typeof v !== "string") fail(file, `${field}.${k} must be a string`);
+    out[k] = expandVars(v, env);
+  }
+  return out;
+}
+
+/**
+ * Parses the text of an `.mcp.json` file.
+ * @param file the file's path, for messages and to resolve a relative `cwd`
+ * @param options.env for `${VAR}` expansion
+ * @param options.resolvePath joins the file's folder and a relative `cwd`
+ * @throws {AgentError} code `config` naming the file and the field
+ */
+export function parseMcpConfig(
+  text: string,
+  file: string,
+  options: { env: Env; resolvePath: (base: string, relative: string) => string },
+): McpServerConfig[] {
+  let root: unknown;
+  try {
+    root = JSON.parse(text);
+  } catch (error) {
+    fail(file, `not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof root !== "object" || root === null || Array.isArray(root)) fail(file, "the top level must be an object");
+  const servers = (root as { mcpServers?: unknown }).mcpServers;
+  if (servers === undefined) return [];
+  if (typeof servers !== "object" || servers === null || Array.isArray(servers)) fail(file, "mcpServers must be an object");
+  const names = objectKeysInOrder(text, ["mcpServers"]);
+  if (names.length > MAX_SERVERS) fail(file, `${names.length} servers configured, at most ${MAX_SERVERS} are allowed`);
+  const folder = file.includes("/") ? file.slice(0, file.lastIndexOf("/")) || "/" : ".";
+  return names.map((name): McpServerConfig => {
+    if (!SERVER_NAME_PATTERN.test(name) || name.includes("__")) {
+      fail(file, `server name ${JSON.stringify(name)} must match ^[A-Za-z0-9_-]{1,64}$ and must not contain "__"`);
+    }
+    const raw = (servers as Record<string, unknown>)[name];
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) fail(file, `mcpServers.${name} must be an object`);
+    const s = raw as Record<string, unknown>;
+    const at = `mcpServers.${name}`;
+    const protocol = s["protocol"];
+    if (protocol !== undefined && protocol !== "modern" && protocol !== "legacy") {
+      fail(file, `${at}.protocol must be "modern" or "legacy"`);
+    }
+    const type = s["type"] ?? (s["url"] !== undefined ? "http" : "stdio");
+    let config: McpServerConfig;
+    if (type === "sse") {
+      fail(file, `${at}.type "sse" is the deprecated 2024 transport, which sprout-agent does not speak: use "http" (Streamable HTTP)`);
+    } else if (type === "http" || type === "streamable-http") {
+      if (typeof s["url"] !== "string" || s["url"] === "") fail(file, `${at}.url must be a non-empty string`);
+      const url = expandVars(s["url"], options.env);
+      try {
+        new URL(url);
+      } catch {
+        fail(file, `${at}.url ${JSON.stringify(url)} is not a valid URL`);
+      }
+      config = { name, transport: { type: "http", url, headers: stringMap(file, `${at}.headers`, s["headers"], options.env) } };
+    } else if (type === "stdio") {
+      if (typeof s["command"] !== "string" || s["command"] === "") fail(file, `${at}.command must be a non-empty string`);
+      const args = s["args"] ?? [];
+      if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) fail(file, `${at}.args must be an array of strings`);
+      const transport: McpServerConfig["transport"] = {
+        type: "stdio",
+        command: expandVars(s["command"], options.env),
+        args: (args as string[]).map((a) => expandVars(a, options.env)),
+        env: stringMap(file, `${at}.env`, s["env"], options.env),
+      };
+      if (s["cwd"] !== undefined) {
+        if (typeof s["cwd"] !== "string") fail(file, `${at}.cwd must be a string`);
+        const cwd = expandVars(s["cwd"], options.env);
+        transport.cwd = cwd.startsWith("/") ? cwd : options.resolvePath(folder, cwd);
+      }
+      config = { name, transport };
+    } else {
+      fail(file, `${at}.type ${JSON.stringify(type)} is not one of stdio, http, streamable-http`);
+    }
+    if (protocol !== undefined) config.protocol = protocol;
+    return config;
+  });
+}
+
+/**
+ * Makes server names from an ACP client legal (SPEC section 5.2): other characters become
+ * `_`, `__` runs are collapsed, names are cut to 64 characters and kept unique with a
+ * numeric suffix. The original is kept as `displayName` when it changed.
+ * @example sanitizeServerNames(["GitHub MCP", "GitHub_MCP"]) // ["GitHub_MCP", "GitHub_MCP_2"]
+ */
+export function sanitizeServerNames(names: readonly string[]): string[] {
+  const used = new Set<string>();
+  return names.map((raw) => {
+    let base = raw.replace(/[^A-Za-z0-9_-]/g, "_").replace(/_{2,}/g, "_").slice(0, 60);
+    if (base === "" || base === "_") base = "server";
+    let name = base;
+    for (let n = 2; used.has(name); n++) name = `${base}_${n}`;
+    used.add(name);
+    return name;
+  });
+}

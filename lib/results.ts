@@ -1,0 +1,94 @@
+/**
+ * Tool results as the LLM receives them (SPEC section 6.7): text blocks joined with `\n`,
+ * images kept, empty output replaced by `(no output)`, long text cut in the middle with a
+ * notice giving the original size.
+ * @module
+ */
+
+import type { ResultBlock } from "./types.ts";
+
+/** What an empty tool output is sent as (SPEC section 6.7; CASES C23). */
+export const NO_OUTPUT = "(no output)";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** UTF-8 length of `text` in bytes. */
+export function byteLength(text: string): number {
+  return encoder.encode(text).length;
+}
+
+/**
+ * The first `maxBytes` bytes of `text`, never splitting a character.
+ * @example clampBytes("héllo", 2) // "h"
+ */
+export function clampBytes(text: string, maxBytes: number): string {
+  const bytes = encoder.encode(text);
+  if (bytes.length <= maxBytes) return text;
+  let end = Math.max(0, maxBytes);
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return decoder.decode(bytes.subarray(0, end));
+}
+
+/** The last `maxBytes` bytes of `text`, never splitting a character. */
+function tailBytes(bytes: Uint8Array, maxBytes: number): string {
+  let start = Math.max(0, bytes.length - maxBytes);
+  while (start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start++;
+  return decoder.decode(bytes.subarray(start));
+}
+
+/**
+ * Cuts `text` to at most `maxBytes` UTF-8 bytes by removing its middle, with a notice that
+ * gives the original size. Text within the limit is returned unchanged.
+ * @param maxBytes at least 256 (smaller values are raised to 256)
+ */
+export function truncateMiddle(text: string, maxBytes: number): string {
+  const bytes = encoder.encode(text);
+  if (bytes.length <= maxBytes) return text;
+  const limit = Math.max(256, maxBytes);
+  const notice = `\n\n[… output truncated: ${bytes.length} bytes in all, the middle ${bytes.length - limit} bytes or more were removed …]\n\n`;
+  const room = Math.max(0, limit - byteLength(notice));
+  const head = clampBytes(text, Math.ceil(room / 2));
+  const tail = tailBytes(bytes, Math.floor(room / 2));
+  return head + notice + tail;
+}
+
+/**
+ * Normalises a tool's content for history: adjacent text blocks joined with `\n`, blank
+ * output replaced by {@link NO_OUTPUT}, text over `maxBytes` (all text blocks together)
+ * cut in the middle. Images are kept as they are.
+ */
+export function formatToolContent(content: readonly ResultBlock[], maxBytes: number): ResultBlock[] {
+  const out: ResultBlock[] = [];
+  let text: string[] = [];
+  const flush = () => {
+    if (text.length > 0) out.push({ type: "text", text: text.join("\n") });
+    text = [];
+  };
+  for (const block of content) {
+    if (block.type === "text") text.push(block.text);
+    else {
+      flush();
+      out.push(block);
+    }
+  }
+  flush();
+  const texts = out.filter((b): b is { type: "text"; text: string } => b.type === "text");
+  const total = texts.reduce((n, b) => n + byteLength(b.text), 0);
+  if (total > maxBytes) {
+    // Share the budget between text blocks in proportion to their size.
+    for (const block of texts) {
+      block.text = truncateMiddle(block.text, Math.floor((maxBytes * byteLength(block.text)) / total));
+    }
+  }
+  const kept = out.filter((b) => b.type !== "text" || b.text.trim() !== "");
+  if (kept.length === 0) kept.push({ type: "text", text: NO_OUTPUT });
+  return kept;
+}
+
+/** The text of a result's blocks, images as markers: for display and events. */
+export function contentText(content: readonly ResultBlock[]): string {
+  return content
+    .map((b) => (b.type === "text" ? b.text : `[image: ${b.mimeType}, ${Math.floor((b.data.length * 3) / 4)} bytes]`))
+    .join("\n");
+}
