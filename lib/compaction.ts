@@ -1,0 +1,364 @@
+/**
+ * Context compaction (handoff), the pure parts: the budget estimate, the threshold, the summary
+ * request, the fresh context and the truncation fallback (SPEC section 8). No I/O: the loop
+ * (`lib/loop.ts`) sends the summary request, calls `_PostCompact` and emits the event.
+ *
+ * @example
+ * const baseline = new UsageBaseline();
+ * const threshold = tokenThreshold(config.maxContextTokens, config.maxOutputTokens);
+ * if (shouldCompact(baseline.estimate(history), threshold)) {
+ *   const { system, prompt, maxOutputTokens } = buildSummaryRequest({ originalTask, history, toolNames,
+ *     ctx: config.maxContextTokens, handoffNumber: handoffs + 1, maxOutputTokens: config.maxOutputTokens });
+ *   // … ask the model; on success: history = freshContext({ summary, currentPrompt, postCompact });
+ *   // on failure: history = truncateHistory(history, threshold).history;
+ * }
+ * @module
+ */
+
+import type { HistoryItem, ResultBlock } from "./types.ts";
+
+/** Upper limit of the summary's output tokens (SPEC section 8.2; the reference's 8192). */
+export const SUMMARY_MAX_OUTPUT_TOKENS = 8192;
+/** The session's first prompt is clamped to this many UTF-8 bytes in the summary input. */
+export const SUMMARY_TASK_MAX_BYTES = 16 * 1024;
+/** At most this many tool names are listed in the summary input. */
+export const SUMMARY_MAX_TOOL_NAMES = 20;
+/** Each flattened history item is clamped to this many UTF-8 bytes in the summary input. */
+export const SUMMARY_SNIPPET_MAX_BYTES = 2048;
+/** The summary input never exceeds this many UTF-8 bytes (nor `ctx / 4`). */
+export const SUMMARY_PROMPT_MAX_BYTES = 32 * 1024;
+/** The first line of the user item that carries a summary in a fresh context (SPEC section 8.3). */
+export const HANDOFF_PREFIX = "[Context Handoff]\n";
+
+const ELLIPSIS = "…";
+
+/**
+ * The estimate at which the context is compacted: `min(floor(ctx / 4) * 3, ctx - out)`, in
+ * tokens, never below 0 (SPEC section 8.1, integer math as in the reference).
+ * @param ctx the context window in tokens (`SPROUT_AGENT_MAX_CONTEXT_TOKENS`)
+ * @param out the output limit in tokens (`SPROUT_AGENT_MAX_OUTPUT_TOKENS`)
+ * @example tokenThreshold(128000, 32768) // 95232
+ */
+export function tokenThreshold(ctx: number, out: number): number {
+  const c = Math.max(0, Math.floor(ctx));
+  const o = Math.max(0, Math.floor(out));
+  return Math.max(0, Math.min(Math.floor(c / 4) * 3, c - o));
+}
+
+/**
+ * Size of a history in bytes: the UTF-8 length of `JSON.stringify(history)` (SPEC section 8.1;
+ * 1 byte counts as 1 token). The tools and the system prompt are not included.
+ * @example historyBytes([{ role: "user", text: "hi" }]) // 30
+ */
+export function historyBytes(history: readonly HistoryItem[]): number {
+  return utf8Length(JSON.stringify(history));
+}
+
+/**
+ * The input tokens the provider reported for the last request, paired with the bytes of the
+ * history that request sent (SPEC section 8.1 and 8.5). Record after each successful response,
+ * with the bytes measured before the reply is appended; clear after a compaction.
+ */
+export class UsageBaseline {
+  #inputTokens: number | undefined;
+  #historyBytes = 0;
+
+  /**
+   * Records one response's usage. A response without usage (`inputTokens` undefined) keeps the
+   * previous pair.
+   * @param inputTokens reported input tokens (cache reads and writes included), or undefined
+   * @param sentHistoryBytes {@link historyBytes} of the history sent with that request
+   */
+  record(inputTokens: number | undefined, sentHistoryBytes: number): void {
+    if (inputTokens === undefined || !Number.isFinite(inputTokens)) return;
+    this.#inputTokens = inputTokens;
+    this.#historyBytes = sentHistoryBytes;
+  }
+
+  /** Forgets the pair (after a compaction, SPEC section 8.5), so the next estimate is bytes. */
+  clear(): void {
+    this.#inputTokens = undefined;
+    this.#historyBytes = 0;
+  }
+
+  /** True when a reported figure is held. */
+  get known(): boolean {
+    return this.#inputTokens !== undefined;
+  }
+
+  /**
+   * The next request's input tokens: the reported tokens plus the bytes added since, or the
+   * history's bytes when nothing is known. A history smaller than the one measured (it was
+   * replaced or truncated without a {@link clear}) also falls back to its bytes, the upper bound.
+   */
+  estimate(history: readonly HistoryItem[]): number {
+    return this.estimateFromBytes(historyBytes(history));
+  }
+
+  /** {@link estimate} for a history whose {@link historyBytes} is already known. */
+  estimateFromBytes(currentBytes: number): number {
+    if (this.#inputTokens === undefined || currentBytes < this.#historyBytes) return currentBytes;
+    return this.#inputTokens + (currentBytes - this.#historyBytes);
+  }
+}
+
+/**
+ * True when the estimate reaches the threshold (SPEC section 8.1: `estimate >= threshold`).
+ * The caller also checks the per-session cap `SPROUT_AGENT_MAX_HANDOFFS` (0 disables compaction).
+ */
+export function shouldCompact(estimate: number, threshold: number): boolean {
+  return estimate >= threshold;
+}
+
+/** The text of the last user item, or `""` when there is none. */
+export function currentPromptText(history: readonly HistoryItem[]): string {
+  const i = lastPromptIndex(history);
+  const item = i < 0 ? undefined : history[i];
+  return item?.role === "user" ? item.text : "";
+}
+
+/** What {@link buildSummaryRequest} needs. */
+export interface SummaryInput {
+  /** The session's first prompt; `(unknown)` when absent or blank. */
+  originalTask: string | undefined;
+  /** The history being compacted. */
+  history: readonly HistoryItem[];
+  /** LLM-visible tool names (hooks never among them), in list order. */
+  toolNames: readonly string[];
+  /** The context window in tokens; the input budget is `min(32 KiB, ctx / 4)` bytes. */
+  ctx: number;
+  /** The number shown in the first line: the count of compactions so far plus one. */
+  handoffNumber: number;
+  /** The configured output limit in tokens; the summary asks for at most `min(8192, this)`. */
+  maxOutputTokens?: number;
+}
+
+/** A tool-less summary request: send `prompt` as the only user message, with no tools. */
+export interface SummaryRequest {
+  /** The handoff system prompt. */
+  system: string;
+  /** The user message: task, tools, recent history as text, instructions. */
+  prompt: string;
+  /** The output limit for the summary request. */
+  maxOutputTokens: number;
+}
+
+/**
+ * Builds the summary request (SPEC section 8.2): its own system prompt and one plain-text user
+ * prompt holding the first prompt (at most 16 KiB), up to 20 tool names, as much of the recent
+ * history flattened to text as fits, and the instructions. The prompt stays within
+ * `min(32 KiB, ctx / 4)` UTF-8 bytes unless its fixed parts alone are larger.
+ */
+export function buildSummaryRequest(input: SummaryInput): SummaryRequest {
+  const maxOutputTokens = Math.max(1, Math.min(SUMMARY_MAX_OUTPUT_TOKENS, input.maxOutputTokens ?? SUMMARY_MAX_OUTPUT_TOKENS));
+  const system = "You are generating a context handoff summary for the next turn of an autonomous agent. " +
+    "Be concise but thorough. Cover: what the original task was, what you accomplished, key decisions made, " +
+    "what remains, and one concrete next step. Output plain text only: no tool calls, no JSON. " +
+    `Stay under ${maxOutputTokens} tokens.`;
+  const budget = Math.min(SUMMARY_PROMPT_MAX_BYTES, Math.max(0, Math.floor(input.ctx / 4)));
+
+  const names = input.toolNames.slice(0, SUMMARY_MAX_TOOL_NAMES);
+  const more = input.toolNames.length - names.length;
+  const tools = names.length === 0 ? "(none)" : names.join(", ") + (more > 0 ? `, ${ELLIPSIS} (+${more} more)` : "");
+  const head = `[Internal handoff #${input.handoffNumber} — context reset]\n\n# Original Task\n`;
+  const middle = `\n\n# Available Tools\n${tools}\n\n# Recent History (most recent last)\n`;
+  const tail = "\n\n# Instructions\nProduce a context handoff summary covering: (1) the original task, " +
+    "(2) what was done, (3) key decisions, (4) what remains, (5) one concrete next step. " +
+    "Be concise but thorough. Plain text only.";
+  const omittedReserve = utf8Length(`(${ELLIPSIS} ${input.history.length} older items omitted)\n`);
+  const available = Math.max(0, budget - utf8Length(head + middle + tail) - omittedReserve);
+
+  // The task takes at most 16 KiB, leaving the history at least half of what is available.
+  const rawTask = input.originalTask?.trim() ? input.originalTask : "(unknown)";
+  const wantedHistory = Math.min(Math.floor(available / 2), snippetsBytes(input.history, available));
+  const task = clampUtf8(rawTask, Math.min(SUMMARY_TASK_MAX_BYTES, available - wantedHistory));
+  const history = recentHistory(input.history, available - utf8Length(task));
+  return { system, prompt: head + task + middle + history + tail, maxOutputTokens };
+}
+
+/** Everything {@link freshContext} places. */
+export interface FreshContextInput {
+  /** The summary text (non-blank; a blank summary means the fallback runs instead). */
+  summary: string;
+  /** The current prompt's text, from {@link currentPromptText} before the history was cleared. */
+  currentPrompt: string;
+  /** The `_PostCompact` injection items (assistant tool call + tool result per server, in order). */
+  postCompact: readonly HistoryItem[];
+}
+
+/**
+ * The history after a compaction (SPEC section 8.3): a user item `[Context Handoff]\n<summary>`,
+ * then the `_PostCompact` injection pairs, then the current prompt as a user item again (left
+ * out only when blank, since no API accepts an empty text block).
+ */
+export function freshContext(input: FreshContextInput): HistoryItem[] {
+  const out: HistoryItem[] = [{ role: "user", text: HANDOFF_PREFIX + input.summary.trim() }];
+  out.push(...input.postCompact);
+  if (input.currentPrompt.trim() !== "") out.push({ role: "user", text: input.currentPrompt });
+  return out;
+}
+
+/** What {@link truncateHistory} returns. */
+export interface Truncation {
+  /** The kept suffix of the history (the same item objects). */
+  history: HistoryItem[];
+  /** How many items were dropped from the front. */
+  dropped: number;
+}
+
+/**
+ * The fallback when no summary can be made (SPEC section 8.4): drops the oldest whole turns (a
+ * turn runs from a user item to the next one, so a tool call stays with its results) until
+ * {@link historyBytes} is below `budgetTokens`. The turn of the newest prompt is always kept,
+ * even when it alone is over budget. Leading items before the first user item are dropped too.
+ * @param budgetTokens the size to get under, in tokens (1 byte = 1 token), usually the threshold
+ */
+export function truncateHistory(history: readonly HistoryItem[], budgetTokens: number): Truncation {
+  const last = lastPromptIndex(history);
+  const first = history.findIndex((item) => item.role === "user");
+  if (last < 0 || first < 0) return { history: [...history], dropped: 0 };
+  const sizes = history.map((item) => utf8Length(JSON.stringify(item)));
+  let total = 2 + sizes.reduce((a, b) => a + b, 0) + Math.max(0, history.length - 1);
+  let start = 0;
+  const cut = (to: number): void => {
+    for (let i = start; i < to; i++) total -= (sizes[i] ?? 0) + 1;
+    start = to;
+  };
+  cut(first);
+  while (total >= budgetTokens && start < last) {
+    let next = start + 1;
+    while (next < last && history[next]?.role !== "user") next++;
+    cut(next);
+  }
+  return { history: history.slice(start), dropped: start };
+}
+
+// ---- helpers ----
+
+/** Index of the last user item that is a prompt (not a handoff summary); -1 when none. */
+function lastPromptIndex(history: readonly HistoryItem[]): number {
+  let fallback = -1;
+  for (let i = history.length - 1; i >= 0; i--) {
+    const item = history[i];
+    if (item?.role !== "user") continue;
+    if (!item.text.startsWith(HANDOFF_PREFIX)) return i;
+    if (fallback < 0) fallback = i;
+  }
+  return fallback;
+}
+
+/** The history section: newest snippets that fit `maxBytes`, oldest first, with a note. */
+function recentHistory(history: readonly HistoryItem[], maxBytes: number): string {
+  if (history.length === 0) return "(none)";
+  const kept: string[] = [];
+  let used = 0;
+  for (let i = history.length - 1; i >= 0; i--) {
+    const item = history[i];
+    if (item === undefined) continue;
+    const line = snippet(item, history, i);
+    const size = utf8Length(line) + (kept.length > 0 ? 1 : 0);
+    if (used + size > maxBytes) {
+      // Nothing fits yet: keep a shortened newest item rather than none.
+      if (kept.length === 0 && maxBytes >= 16) kept.push(clampUtf8(line, maxBytes));
+      break;
+    }
+    kept.push(line);
+    used += size;
+  }
+  const omitted = history.length - kept.length;
+  kept.reverse();
+  if (omitted > 0) kept.unshift(`(${ELLIPSIS} ${omitted} older items omitted)`);
+  return kept.join("\n");
+}
+
+/** Bytes the history section would need without omissions, capped at `cap` (stops early). */
+function snippetsBytes(history: readonly HistoryItem[], cap: number): number {
+  let used = 0;
+  for (let i = history.length - 1; i >= 0 && used < cap; i--) {
+    const item = history[i];
+    if (item !== undefined) used += utf8Length(snippet(item, history, i)) + 1;
+  }
+  return Math.min(used, cap);
+}
+
+/** One history item as one line of text, at most 2 KiB: `[user] …`, `[assistant] …`, `[tool] …`. */
+function snippet(item: HistoryItem, history: readonly HistoryItem[], index: number): string {
+  let line: string;
+  if (item.role === "user") {
+    line = `[user] ${oneLine(item.text, SUMMARY_SNIPPET_MAX_BYTES)}`;
+  } else if (item.role === "assistant") {
+    const parts = [oneLine(item.text, SUMMARY_SNIPPET_MAX_BYTES)];
+    for (const call of item.toolCalls) {
+      parts.push(`tool: ${call.name} ${oneLine(JSON.stringify(call.arguments) ?? "{}", SUMMARY_SNIPPET_MAX_BYTES)}`);
+    }
+    line = `[assistant] ${parts.filter((p) => p !== "").join("  ")}`;
+  } else {
+    const name = toolNameFor(item.toolCallId, history, index);
+    const label = item.isError ? "[tool error]" : "[tool]";
+    line = `${label}${name === undefined ? "" : ` ${name}:`} ${oneLine(blocksText(item.content), SUMMARY_SNIPPET_MAX_BYTES)}`;
+  }
+  return clampUtf8(line.trimEnd(), SUMMARY_SNIPPET_MAX_BYTES);
+}
+
+/** The name of the call a tool result answers, searched backwards from its position. */
+function toolNameFor(id: string, history: readonly HistoryItem[], index: number): string | undefined {
+  for (let i = index - 1; i >= 0 && i >= index - 70; i--) {
+    const item = history[i];
+    if (item?.role !== "assistant") continue;
+    const call = item.toolCalls.find((c) => c.id === id);
+    if (call !== undefined) return call.name;
+  }
+  return undefined;
+}
+
+function blocksText(blocks: readonly ResultBlock[]): string {
+  return blocks.map((b) => b.type === "text" ? b.text : `[image: ${b.mimeType}, ${base64Bytes(b.data)} bytes]`).join("\n");
+}
+
+function base64Bytes(data: string): number {
+  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
+  return Math.max(0, Math.floor((data.length * 3) / 4) - padding);
+}
+
+/** Whitespace runs (newlines included) become one space; only the first `maxBytes` are looked at. */
+function oneLine(text: string, maxBytes: number): string {
+  // A UTF-8 byte is at least one UTF-16 unit, so `2 * maxBytes` units are plenty to decide.
+  let head = text.length > 2 * maxBytes ? text.slice(0, 2 * maxBytes) : text;
+  const cut = head.length < text.length;
+  if (cut && /[\ud800-\udbff]$/.test(head)) head = head.slice(0, -1);
+  const flat = head.replace(/\s+/g, " ").trim();
+  return cut ? flat + ELLIPSIS : flat;
+}
+
+/** UTF-8 length of `text` without encoding it (a lone surrogate counts 3, like U+FFFD). */
+function utf8Length(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+/** `text` cut to at most `maxBytes` UTF-8 bytes at a code point boundary, ending in `…` when cut. */
+function clampUtf8(text: string, maxBytes: number): string {
+  if (utf8Length(text) <= maxBytes) return text;
+  const room = maxBytes - 3; // "…" is 3 bytes
+  if (room < 0) return "";
+  let n = 0;
+  let i = 0;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    const pair = c >= 0xd800 && c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00;
+    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : pair ? 4 : 3;
+    if (n + size > room) break;
+    n += size;
+    i += pair ? 2 : 1;
+  }
+  return text.slice(0, i) + ELLIPSIS;
+}
