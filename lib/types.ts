@@ -96,6 +96,13 @@ export interface LlmResponse {
   usage?: Usage;
   /** Provider-native assistant content, kept for `pause_turn` continuations. */
   native?: { provider: string; content: unknown[] };
+  /**
+   * Tool calls whose arguments were not a valid JSON object, by call id, with the reason.
+   * Such a call is still listed in `toolCalls` (arguments `{}`) so that history stays valid;
+   * the loop should answer it with an error result carrying this text instead of running it.
+   * Usual cause: a response cut by the length limit inside a tool call (`stop: "max_tokens"`).
+   */
+  argumentErrors?: Record<string, string>;
 }
 
 /**

@@ -33,7 +33,9 @@ export class SseParser {
 
   /** Feeds text and returns the events it completes. */
   push(text: string): SseEvent[] {
-    if (!this.#started && text.length > 0) {
+    // An empty chunk (a decoder holding half a character) must not clear a pending CR.
+    if (text.length === 0) return [];
+    if (!this.#started) {
       this.#started = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
@@ -96,7 +98,8 @@ export class SseParser {
 
 /**
  * Reads a byte stream (a `fetch` body) as SSE events, decoding UTF-8 as a stream.
- * Stops early when `signal` aborts (the reader is cancelled).
+ * When `signal` aborts, the reader is cancelled and the generator throws the abort reason
+ * (also when the abort lands during a read). A consumer that breaks early cancels the body.
  */
 export async function* readSse(
   body: ReadableStream<Uint8Array>,
@@ -107,6 +110,7 @@ export async function* readSse(
   const parser = new SseParser();
   const onAbort = () => void reader.cancel().catch(() => {});
   signal?.addEventListener("abort", onAbort, { once: true });
+  let finished = false;
   try {
     while (true) {
       if (signal?.aborted) throw signal.reason ?? new DOMException("aborted", "AbortError");
@@ -114,10 +118,14 @@ export async function* readSse(
       if (done) break;
       for (const event of parser.push(decoder.decode(value, { stream: true }))) yield event;
     }
+    finished = true;
+    if (signal?.aborted) throw signal.reason ?? new DOMException("aborted", "AbortError");
     for (const event of parser.push(decoder.decode())) yield event;
     parser.end();
   } finally {
     signal?.removeEventListener("abort", onAbort);
+    // A consumer that stops early (break) must not leave the HTTP body open.
+    if (!finished) void reader.cancel().catch(() => {});
     reader.releaseLock();
   }
 }

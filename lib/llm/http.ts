@@ -1,0 +1,164 @@
+/**
+ * One HTTP attempt of a streaming LLM request, shared by `anthropic.ts` and `openai.ts`:
+ * POST JSON with a per-attempt timeout, turn a non-2xx answer into a {@link AttemptError}
+ * (retryable per SPEC section 9), and hand the SSE events (or a JSON body, for endpoints that
+ * ignore `stream: true`) to the caller.
+ * @module
+ */
+
+import { abortReason, AttemptError, isRetryableStatus, parseRetryAfter } from "./retry.ts";
+import { readSse, type SseEvent } from "./sse.ts";
+import type { ResultBlock } from "../types.ts";
+
+/** How one attempt is sent. */
+export interface AttemptRequest {
+  fetch: typeof fetch;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  /** Per-attempt deadline in milliseconds (`config.llmTimeoutMs`); covers the whole stream. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** What the caller does with the answer: read SSE events, or a JSON body. */
+export interface AttemptHandlers<T> {
+  events: (events: AsyncIterable<SseEvent>) => Promise<T>;
+  json: (body: unknown) => T;
+}
+
+/**
+ * Sends one attempt and hands its answer to `handlers`.
+ * @throws {AttemptError} for a non-2xx status (with the provider's error text), a timeout
+ *   (retryable) or what the handlers throw; other errors (connection) pass through unchanged
+ */
+export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptHandlers<T>): Promise<T> {
+  const controller = new AbortController();
+  const outer = request.signal;
+  const onAbort = () => controller.abort(abortReason(outer));
+  if (outer?.aborted) onAbort();
+  outer?.addEventListener("abort", onAbort, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new DOMException("LLM request timed out", "TimeoutError"));
+  }, request.timeoutMs);
+  let body: ReadableStream<Uint8Array> | null = null;
+  try {
+    const response = await request.fetch(request.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...request.headers },
+      body: JSON.stringify(request.body),
+      signal: controller.signal,
+    });
+    body = response.body;
+    if (!response.ok) {
+      const text = await response.text();
+      body = null;
+      throw new AttemptError(providerErrorText(text) || `HTTP ${response.status} ${response.statusText}`.trim(), {
+        status: response.status,
+        retryable: isRetryableStatus(response.status),
+        ...retryAfter(response.headers),
+      });
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (!type.includes("text/event-stream")) {
+      const text = await response.text();
+      body = null;
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        throw new AttemptError(`invalid response body (${type || "no content type"}): ${clip(text, 200)}`, {
+          retryable: false,
+        });
+      }
+      return handlers.json(json);
+    }
+    if (response.body === null) throw new AttemptError("empty response body", { retryable: true });
+    const stream = response.body;
+    const result = await handlers.events(readSse(stream, controller.signal));
+    return result;
+  } catch (error) {
+    if (timedOut && !(outer?.aborted ?? false)) {
+      throw new AttemptError(`timed out after ${request.timeoutMs} ms`, { retryable: true, cause: error });
+    }
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener("abort", onAbort);
+    if (body !== null && !body.locked) await body.cancel().catch(() => {});
+  }
+}
+
+function retryAfter(headers: Headers): { retryAfterMs?: number } {
+  const ms = parseRetryAfter(headers);
+  return ms === undefined ? {} : { retryAfterMs: ms };
+}
+
+/**
+ * The provider's error text from an error body: `type: message` from
+ * `{"error": {"type", "message"}}` (both APIs use this shape), else the raw text clipped.
+ */
+export function providerErrorText(raw: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return clip(raw.trim(), 500);
+  }
+  return errorObjectText(parsed) ?? clip(raw.trim(), 500);
+}
+
+/** `type: message` of an `{error: {type, message}}` object (or a bare `{type, message}`), if any. */
+export function errorObjectText(value: unknown): string | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const error = (value as { error?: unknown }).error ?? value;
+  if (typeof error === "string") return error;
+  if (typeof error !== "object" || error === null) return undefined;
+  const { type, message, code } = error as { type?: unknown; message?: unknown; code?: unknown };
+  const kind = typeof type === "string" && type !== "" ? type : typeof code === "string" ? code : undefined;
+  if (typeof message !== "string") return kind;
+  return kind === undefined ? message : `${kind}: ${message}`;
+}
+
+/** Cuts `text` to `max` characters with an ellipsis. */
+export function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+/**
+ * Parses a tool call's JSON arguments into an object: empty, `null` → `{}`.
+ * @returns `{ok: false}` for invalid JSON or a non-object value
+ */
+export function parseArguments(raw: string): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
+  if (raw.trim() === "") return { ok: true, value: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (error) {
+    return { ok: false, error: (error as Error).message };
+  }
+  if (value === null) return { ok: true, value: {} };
+  if (typeof value !== "object" || Array.isArray(value)) return { ok: false, error: "arguments are not a JSON object" };
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+/** A tool result as plain text: text blocks joined with `\n`, images as a marker. */
+export function resultText(content: readonly ResultBlock[]): string {
+  const parts = content.map((b) => b.type === "text" ? b.text : imageMarker(b.mimeType, b.data));
+  const text = parts.filter((p) => p.trim() !== "").join("\n");
+  return text === "" ? "(no output)" : text;
+}
+
+/** `[image: image/png, 12345 bytes]` for a base64 image (SPEC section 6.7). */
+export function imageMarker(mimeType: string, base64: string): string {
+  const bytes = Math.floor((base64.replace(/[^A-Za-z0-9+/]/g, "").length * 3) / 4);
+  return `[image: ${mimeType}, ${bytes} bytes]`;
+}
+
+/** Emits a non-streamed response's whole text through `onTextDelta`, then returns it. */
+export function withText<T extends { text: string }>(response: T, onTextDelta?: (text: string) => void): T {
+  if (response.text !== "") onTextDelta?.(response.text);
+  return response;
+}

@@ -1,0 +1,278 @@
+/**
+ * The Chat Completions client (`POST {baseUrl}/chat/completions`, streaming) for OpenAI and
+ * every compatible endpoint (Ollama, vLLM, LiteLLM, llama.cpp, OpenRouter…). Maps the history
+ * to chat messages (SPEC section 6), reads the SSE stream, retries per SPEC section 9.
+ * @module
+ */
+
+import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../types.ts";
+import { clip, errorObjectText, parseArguments, resultText, sendAttempt, withText } from "./http.ts";
+import { AttemptError, type RetryOptions, withRetry } from "./retry.ts";
+import type { SseEvent } from "./sse.ts";
+
+/** Options of {@link createOpenAiModel}. */
+export interface OpenAiOptions {
+  apiKey: string;
+  model: string;
+  /** Default `https://api.openai.com/v1`. */
+  baseUrl?: string;
+  /** Per-attempt deadline in milliseconds; default 120000. */
+  timeoutMs?: number;
+  /** Default the global `fetch`. */
+  fetch?: typeof fetch;
+  /** Overrides of the retry policy (tests shorten the waits). */
+  retry?: Omit<RetryOptions, "provider" | "signal" | "onRetry">;
+}
+
+/** One Chat Completions message as this client sends it. */
+export type ChatMessage =
+  | { role: "system" | "user"; content: string }
+  | {
+    role: "assistant";
+    /** Always a string: `""`, never `null`. */
+    content: string;
+    tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+/**
+ * Creates a {@link Model} speaking the Chat Completions API.
+ * @example
+ * const model = createOpenAiModel({ apiKey, model: "gpt-4.1", baseUrl: "http://localhost:11434/v1" });
+ */
+export function createOpenAiModel(options: OpenAiOptions): Model {
+  const baseUrl = (options.baseUrl ?? "https://api.openai.com/v1").replace(/\/+$/, "");
+  const doFetch = options.fetch ?? globalThis.fetch;
+  return {
+    name: `openai:${options.model}`,
+    complete(request: LlmRequest): Promise<LlmResponse> {
+      const body = openAiBody(request, options.model);
+      return withRetry(
+        () =>
+          sendAttempt({
+            fetch: doFetch,
+            url: `${baseUrl}/chat/completions`,
+            headers: { authorization: `Bearer ${options.apiKey}` },
+            body,
+            timeoutMs: options.timeoutMs ?? 120_000,
+            ...(request.signal === undefined ? {} : { signal: request.signal }),
+          }, {
+            events: (events) => readOpenAiStream(events, request.onTextDelta),
+            json: (json) => withText(fromChatCompletion(json), request.onTextDelta),
+          }),
+        {
+          ...options.retry,
+          provider: "OpenAI-compatible",
+          ...(request.signal === undefined ? {} : { signal: request.signal }),
+          ...(request.onRetry === undefined ? {} : { onRetry: request.onRetry }),
+        },
+      );
+    },
+  };
+}
+
+/** The request body sent for `request` (exported for tests). */
+export function openAiBody(request: LlmRequest, model: string): Record<string, unknown> {
+  const messages: ChatMessage[] = [];
+  if (request.system.trim() !== "") messages.push({ role: "system", content: request.system });
+  messages.push(...toChatMessages(request.history));
+  const body: Record<string, unknown> = {
+    model,
+    messages,
+    max_completion_tokens: request.maxOutputTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (request.tools.length > 0) {
+    body["tools"] = request.tools.map((t) => ({
+      type: "function",
+      function: { name: t.name, description: t.description, parameters: t.inputSchema },
+    }));
+  }
+  return body;
+}
+
+/**
+ * Maps the history to chat messages: assistant content is always a string, arguments are
+ * JSON-stringified, each tool result is a `tool` message (errors prefixed `Error: `, CASES C16;
+ * images replaced by a `[image: MIME, N bytes]` marker, as `tool` messages take text only).
+ * Blank user text and assistant messages with neither text nor calls are skipped; an
+ * assistant message without calls followed by another assistant message is merged into it.
+ */
+export function toChatMessages(history: readonly HistoryItem[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (const item of history) {
+    if (item.role === "user") {
+      if (item.text.trim() !== "") out.push({ role: "user", content: item.text });
+    } else if (item.role === "assistant") {
+      const text = item.text.trim() === "" ? "" : item.text;
+      if (text === "" && item.toolCalls.length === 0) continue;
+      const message: ChatMessage = { role: "assistant", content: text };
+      if (item.toolCalls.length > 0) {
+        message.tool_calls = item.toolCalls.map((c) => ({
+          id: c.id,
+          type: "function" as const,
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        }));
+      }
+      const last = out[out.length - 1];
+      if (last?.role === "assistant" && last.tool_calls === undefined) {
+        last.content = [last.content, message.content].filter((t) => t !== "").join("\n\n");
+        if (message.tool_calls !== undefined) last.tool_calls = message.tool_calls;
+      } else out.push(message);
+    } else {
+      const text = resultText(item.content);
+      out.push({ role: "tool", tool_call_id: item.toolCallId, content: item.isError ? `Error: ${text}` : text });
+    }
+  }
+  return out;
+}
+
+/** Chat Completions `finish_reason` → {@link ProviderStop} (SPEC section 6.5). */
+export function mapOpenAiStop(reason: unknown): ProviderStop {
+  switch (reason) {
+    case "stop":
+      return "end_turn";
+    case "tool_calls":
+    case "function_call":
+      return "tool_use";
+    case "length":
+      return "max_tokens";
+    case "content_filter":
+      return "refusal";
+    default:
+      return "other";
+  }
+}
+
+interface PartialCall {
+  id: string;
+  name: string;
+  args: string;
+}
+
+/**
+ * Reads a Chat Completions event stream, calling `onTextDelta` as text arrives. Tool calls
+ * are assembled from `tool_calls[].function.arguments` fragments by `index`.
+ * @throws {AttemptError} for an error chunk (retryable unless it is an invalid request) and
+ *   for a stream that ends before any `finish_reason` (retryable)
+ */
+export async function readOpenAiStream(
+  events: AsyncIterable<SseEvent>,
+  onTextDelta?: (text: string) => void,
+): Promise<LlmResponse> {
+  let text = "";
+  let refusal = "";
+  const calls = new Map<number, PartialCall>();
+  let finish: unknown;
+  let usage: LlmResponse["usage"];
+  for await (const event of events) {
+    const data = event.data.trim();
+    if (data === "[DONE]") break;
+    if (data === "") continue;
+    let chunk: Record<string, unknown>;
+    try {
+      chunk = JSON.parse(data) as Record<string, unknown>;
+    } catch {
+      throw new AttemptError(`invalid JSON in stream: ${clip(data, 200)}`, { retryable: true });
+    }
+    if (chunk["error"] !== undefined && chunk["error"] !== null) throw chunkError(chunk);
+    usage = readUsage(chunk["usage"]) ?? usage;
+    const choices = Array.isArray(chunk["choices"]) ? chunk["choices"] as Record<string, unknown>[] : [];
+    const choice = choices[0];
+    if (choice === undefined) continue;
+    const delta = (choice["delta"] ?? {}) as Record<string, unknown>;
+    if (typeof delta["content"] === "string" && delta["content"] !== "") {
+      text += delta["content"];
+      onTextDelta?.(delta["content"]);
+    }
+    if (typeof delta["refusal"] === "string") refusal += delta["refusal"];
+    if (Array.isArray(delta["tool_calls"])) {
+      for (const raw of delta["tool_calls"] as Record<string, unknown>[]) {
+        const index = typeof raw["index"] === "number" ? raw["index"] : calls.size;
+        const fn = (raw["function"] ?? {}) as Record<string, unknown>;
+        let call = calls.get(index);
+        if (call === undefined) {
+          call = { id: "", name: "", args: "" };
+          calls.set(index, call);
+        }
+        if (typeof raw["id"] === "string" && raw["id"] !== "") call.id = raw["id"];
+        if (typeof fn["name"] === "string") call.name += fn["name"];
+        if (typeof fn["arguments"] === "string") call.args += fn["arguments"];
+      }
+    }
+    if (choice["finish_reason"] !== undefined && choice["finish_reason"] !== null) finish = choice["finish_reason"];
+  }
+  if (finish === undefined) throw new AttemptError("stream ended before a finish_reason", { retryable: true });
+  const ordered = [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c);
+  return assemble(text, refusal, ordered, finish, usage);
+}
+
+function assemble(
+  text: string,
+  refusal: string,
+  calls: PartialCall[],
+  finish: unknown,
+  usage: LlmResponse["usage"],
+): LlmResponse {
+  const toolCalls: ToolCall[] = [];
+  const argumentErrors: Record<string, string> = {};
+  calls.forEach((c, i) => {
+    const id = c.id !== "" ? c.id : `call_${i + 1}_${Math.random().toString(36).slice(2, 10)}`;
+    const parsed = parseArguments(c.args);
+    if (!parsed.ok) argumentErrors[id] = `invalid JSON arguments (${parsed.error}): ${clip(c.args, 200)}`;
+    toolCalls.push({ id, name: c.name, arguments: parsed.ok ? parsed.value : {} });
+  });
+  let stop = mapOpenAiStop(finish);
+  if (refusal !== "" && text === "") {
+    text = refusal;
+    stop = "refusal";
+  }
+  const response: LlmResponse = { text, toolCalls, stop };
+  if (usage !== undefined) response.usage = usage;
+  if (Object.keys(argumentErrors).length > 0) response.argumentErrors = argumentErrors;
+  return response;
+}
+
+/** `prompt_tokens` plus the cache fields some compatible endpoints add; `undefined` when absent. */
+function readUsage(raw: unknown): LlmResponse["usage"] {
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const u = raw as Record<string, unknown>;
+  const num = (key: string) => typeof u[key] === "number" ? u[key] as number : undefined;
+  const prompt = num("prompt_tokens");
+  const output = num("completion_tokens");
+  if (prompt === undefined && output === undefined) return undefined;
+  const input = (prompt ?? 0) + (num("cache_read_input_tokens") ?? 0) + (num("cache_creation_input_tokens") ?? 0);
+  return { inputTokens: input, outputTokens: output ?? 0 };
+}
+
+function chunkError(chunk: Record<string, unknown>): AttemptError {
+  const error = chunk["error"] as Record<string, unknown>;
+  const kind = String(error["type"] ?? error["code"] ?? "");
+  const invalid = kind === "invalid_request_error" || kind === "invalid_request";
+  return new AttemptError(`${errorObjectText(chunk) ?? "unknown error"} (in stream)`, { retryable: !invalid });
+}
+
+/** Reads a non-streaming Chat Completions response (an endpoint that ignored `stream: true`). */
+export function fromChatCompletion(json: unknown): LlmResponse {
+  const body = json as { choices?: unknown; usage?: unknown; error?: unknown };
+  if (body.error !== undefined) throw chunkError(body as Record<string, unknown>);
+  const choice = Array.isArray(body.choices) ? body.choices[0] as Record<string, unknown> | undefined : undefined;
+  if (choice === undefined) {
+    throw new AttemptError(`unexpected response: ${clip(JSON.stringify(json), 200)}`, { retryable: false });
+  }
+  const message = (choice["message"] ?? {}) as Record<string, unknown>;
+  const raw = Array.isArray(message["tool_calls"]) ? message["tool_calls"] as Record<string, unknown>[] : [];
+  const calls = raw.map((c) => {
+    const fn = (c["function"] ?? {}) as Record<string, unknown>;
+    const args = fn["arguments"];
+    return {
+      id: typeof c["id"] === "string" ? c["id"] : "",
+      name: typeof fn["name"] === "string" ? fn["name"] : "",
+      args: typeof args === "string" ? args : args === undefined || args === null ? "" : JSON.stringify(args),
+    };
+  });
+  const text = typeof message["content"] === "string" ? message["content"] : "";
+  const refusal = typeof message["refusal"] === "string" ? message["refusal"] : "";
+  return assemble(text, refusal, calls, choice["finish_reason"], readUsage(body.usage));
+}
