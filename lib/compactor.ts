@@ -17,7 +17,7 @@ import {
   currentPromptText,
   freshContext,
   historyBytes,
-  SUMMARY_MAX_OUTPUT_TOKENS,
+  shouldCompact,
   tokenThreshold,
   truncateHistory,
   UsageBaseline,
@@ -71,7 +71,7 @@ export class Compactor {
     const { config, model, hooks, registry } = this.#options;
     const threshold = tokenThreshold(config.maxContextTokens, config.maxOutputTokens);
     const before = this.#baseline.estimate(history);
-    if (before < threshold) return "none";
+    if (!shouldCompact(before, threshold)) return "none";
 
     if (this.handoffs < config.maxHandoffs) {
       const tools = await registry.listTools();
@@ -81,14 +81,16 @@ export class Compactor {
         toolNames: tools.map((t) => t.name),
         ctx: config.maxContextTokens,
         handoffNumber: this.handoffs + 1,
+        maxOutputTokens: config.maxOutputTokens,
       });
       let summary = "";
+      let failed = false;
       try {
         const response = await model.complete({
           system: request.system,
           history: [{ role: "user", text: request.prompt }],
           tools: [],
-          maxOutputTokens: Math.min(SUMMARY_MAX_OUTPUT_TOKENS, config.maxOutputTokens),
+          maxOutputTokens: request.maxOutputTokens,
           signal: context.signal,
           purpose: "summary",
         });
@@ -99,10 +101,11 @@ export class Compactor {
         }
       } catch (error) {
         if (context.signal.aborted || isAbortError(error)) return "cancelled";
+        failed = true;
         context.emit({ type: "warning", message: `Context summary failed: ${(error as Error).message}; dropping old turns instead` });
       }
       if (summary !== "") {
-        const currentPrompt = currentPromptText(history) ?? context.originalTask ?? "";
+        const currentPrompt = currentPromptText(history) || context.originalTask || "";
         history.length = 0;
         const results = await hooks.run("_PostCompact", {
           round: context.round,
@@ -126,9 +129,7 @@ export class Compactor {
         });
         return "summary";
       }
-      if (this.handoffs < config.maxHandoffs) {
-        context.emit({ type: "warning", message: "Context summary was empty; dropping old turns instead" });
-      }
+      if (!failed) context.emit({ type: "warning", message: "Context summary was empty; dropping old turns instead" });
     }
     const { history: kept } = truncateHistory(history, threshold);
     history.splice(0, history.length, ...kept);
