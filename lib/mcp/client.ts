@@ -1,0 +1,444 @@
+/**
+ * `connectMcp`: one live connection to one MCP server over stdio or Streamable HTTP, in
+ * either protocol era, with era detection as SPEC section 10 pins it (and the official v2
+ * client's `versionNegotiation: {mode: 'auto'}` wire behaviour: a `server/discover` probe
+ * carrying the modern `_meta` envelope, one corrective retry on -32022, legacy
+ * `initialize` otherwise).
+ * @module
+ */
+
+import process from "node:process";
+import { AgentError, isAbortError } from "../errors.ts";
+import { HttpTransport, PROTOCOL_VERSION_META_KEY } from "./http.ts";
+import { formatSeconds, JsonRpcError, JsonRpcPeer, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
+import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
+import { spawnStdio } from "./stdio.ts";
+import type { StdioProcess } from "./stdio.ts";
+import {
+  LEGACY_PROTOCOL_VERSION,
+  LEGACY_PROTOCOL_VERSIONS,
+  MODERN_PROTOCOL_VERSION,
+} from "./types.ts";
+import type {
+  CallToolResult,
+  McpConnection,
+  McpConnectOptions,
+  McpEra,
+  McpExitInfo,
+  McpRequestOptions,
+  McpServerConfig,
+  McpTool,
+} from "./types.ts";
+
+/** How long a stdio server may take to answer the `server/discover` probe (SPEC section 10). */
+export const STDIO_PROBE_TIMEOUT_MS = 2000;
+/** `tools/list` pages followed at most (SPEC section 10). */
+export const MAX_TOOL_PAGES = 100;
+/** Client info sent when `options.clientInfo` is absent. */
+export const DEFAULT_CLIENT_INFO = { name: "sprout-agent", version: "0.1.0" };
+
+const CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo";
+const CLIENT_CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities";
+const SESSION_META_KEY = "sprout-agent/session";
+/** Modern revisions this client speaks. */
+const MODERN_VERSIONS: readonly string[] = [MODERN_PROTOCOL_VERSION];
+
+/** The key under which `options.eraCache` remembers a server's era. */
+export function eraCacheKey(config: McpServerConfig): string {
+  return JSON.stringify(config.transport);
+}
+
+/**
+ * Connects to one server: spawns it (stdio) or reaches it (HTTP), settles the era (pinned by
+ * `config.protocol`, remembered in `options.eraCache`, or detected) and completes the
+ * handshake (`initialize` + `notifications/initialized`, or `server/discover`).
+ * @throws {AgentError} `mcp-connect` naming the server, with the stderr tail when a stdio
+ *   server died; the message says `initialize timed out after N s` when it was too slow
+ * @example
+ * const conn = await connectMcp(
+ *   { name: "fs", transport: { type: "stdio", command: "mcp-server-filesystem", args: ["/tmp"], env: {} } },
+ *   { sessionId: "s1" },
+ * );
+ * const tools = await conn.listTools();
+ * await conn.close();
+ */
+export async function connectMcp(config: McpServerConfig, options: McpConnectOptions): Promise<McpConnection> {
+  const connection = new Connection(config, options);
+  try {
+    await connection.start();
+  } catch (error) {
+    connection.kill();
+    if (error instanceof AgentError && error.code === "mcp-connect") throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    const verb = config.transport.type === "stdio" ? "start" : "connect to";
+    throw new AgentError("mcp-connect", `Cannot ${verb} server "${config.name}": ${message}`, { cause: error });
+  }
+  connection.connected();
+  return connection;
+}
+
+type Probe =
+  | { kind: "modern"; version: string; result: Record<string, unknown> }
+  | { kind: "legacy-here" }
+  | { kind: "legacy-restart" };
+
+class Connection implements McpConnection {
+  era: McpEra = "legacy";
+  protocolVersion = "";
+  serverInfo: { name: string; version: string } | undefined;
+  #config: McpServerConfig;
+  #options: McpConnectOptions;
+  #name: string;
+  #initTimeoutMs: number;
+  #peer!: JsonRpcPeer;
+  #proc: StdioProcess | undefined;
+  #http: HttpTransport | undefined;
+  #closing = false;
+  #connected = false;
+  #dead = false;
+  #exit: McpExitInfo | undefined;
+
+  constructor(config: McpServerConfig, options: McpConnectOptions) {
+    this.#config = config;
+    this.#options = options;
+    this.#name = config.name;
+    this.#initTimeoutMs = options.initTimeoutMs ?? 30_000;
+  }
+
+  get pid(): number | undefined {
+    return this.#proc?.pid;
+  }
+
+  get closed(): boolean {
+    return this.#closing || this.#dead;
+  }
+
+  async start(): Promise<void> {
+    const pinned = this.#config.protocol ?? this.#options.eraCache?.get(eraCacheKey(this.#config));
+    const transport = this.#config.transport;
+    if (transport.type === "http") {
+      this.#http = new HttpTransport(transport, {
+        name: this.#name,
+        fetch: this.#options.fetch ?? fetch,
+        onMessage: (m) => this.#peer.receive(m),
+        onWarning: (m) => this.#warn(m),
+        reinitialize: () => this.#initialize(),
+      });
+      this.#peer = this.#newPeer((m, c) => this.#http!.send(m, c));
+    } else {
+      this.#spawn();
+    }
+    const deadline = Date.now() + this.#initTimeoutMs;
+    if (pinned === "legacy") return this.#initialize(deadline);
+    if (pinned === "modern") {
+      const probe = await this.#probe(deadline, false);
+      if (probe.kind !== "modern") {
+        throw new AgentError("mcp-connect", `Cannot connect to server "${this.#name}": it does not speak protocol ${MODERN_PROTOCOL_VERSION} (pinned "modern")`);
+      }
+      return this.#useModern(probe);
+    }
+    const probe = await this.#probe(deadline, true);
+    if (probe.kind === "modern") this.#useModern(probe);
+    else {
+      if (probe.kind === "legacy-restart") {
+        const old = this.#proc;
+        this.#proc = undefined;
+        old?.kill();
+        await old?.exited;
+        this.#dead = false;
+        this.#exit = undefined;
+        this.#spawn();
+      }
+      await this.#initialize(deadline);
+    }
+    this.#options.eraCache?.set(eraCacheKey(this.#config), this.era);
+  }
+
+  /** Marks the handshake done: from now on a death is reported through `onClose`. */
+  connected(): void {
+    this.#connected = true;
+    if (this.#dead && this.#exit && !this.#closing) this.#options.onClose?.(this.#exit);
+  }
+
+  #spawn(): void {
+    const transport = this.#config.transport;
+    if (transport.type !== "stdio") return;
+    const proc = spawnStdio(transport, {
+      name: this.#name,
+      cwd: this.#options.cwd ?? process.cwd(),
+      env: this.#options.env ?? process.env,
+      maxLineBytes: this.#options.maxLineBytes ?? 4_194_304,
+      onMessage: (m) => peer.receive(m),
+      onWarning: (m) => this.#warn(m),
+      onExit: (info) => {
+        if (this.#proc !== proc) return;
+        this.#dead = true;
+        this.#exit = info;
+        peer.failAll(() => this.#exitError(info));
+        if (!this.#closing && this.#connected) this.#options.onClose?.(info);
+      },
+    });
+    this.#proc = proc;
+    const peer = this.#newPeer((m) => proc.send(m));
+    this.#peer = peer;
+  }
+
+  #newPeer(send: (m: JsonRpcMessage, c: SendContext) => Promise<void>): JsonRpcPeer {
+    return new JsonRpcPeer({
+      label: `server "${this.#name}"`,
+      send,
+      onWarning: (m) => this.#warn(m),
+      onNotification: (method) => {
+        if (method === "notifications/tools/list_changed") this.#options.onToolsChanged?.();
+      },
+    });
+  }
+
+  #warn(message: string): void {
+    this.#options.onWarning?.(message);
+  }
+
+  #exitError(info: McpExitInfo, method?: string): AgentError {
+    const how = info.signal ? `signal ${info.signal}` : `code ${info.code}`;
+    const tail = info.stderrTail.trim();
+    const prefix = method ? `Request "${method}" to server "${this.#name}" failed: ` : "";
+    return new AgentError("mcp", `${prefix}server exited (${how})${tail ? `; stderr:\n${tail}` : ""}`);
+  }
+
+  #withStderr(message: string): string {
+    const tail = this.#proc?.stderrTail().trim();
+    return tail ? `${message}; stderr:\n${tail}` : message;
+  }
+
+  /** The `_meta` of every request: the session id, per-request entries, the modern envelope. */
+  #meta(extra?: Record<string, unknown>, version?: string): Record<string, unknown> {
+    const meta: Record<string, unknown> = { [SESSION_META_KEY]: this.#options.sessionId, ...extra };
+    const modern = version ?? (this.era === "modern" ? this.protocolVersion : undefined);
+    if (modern !== undefined) {
+      meta[PROTOCOL_VERSION_META_KEY] = modern;
+      meta[CLIENT_INFO_META_KEY] = this.#options.clientInfo ?? DEFAULT_CLIENT_INFO;
+      meta[CLIENT_CAPABILITIES_META_KEY] = {};
+    }
+    return meta;
+  }
+
+  #remaining(deadline: number): number {
+    return Math.max(1, deadline - Date.now());
+  }
+
+  #initTimeoutMessage(): string {
+    return this.#withStderr(`initialize timed out after ${formatSeconds(this.#initTimeoutMs)} s`);
+  }
+
+  /** One `server/discover` exchange (plus one corrective retry on -32022), classified. */
+  async #probe(deadline: number, fallback: boolean): Promise<Probe> {
+    const stdio = this.#proc !== undefined;
+    let version = MODERN_PROTOCOL_VERSION;
+    for (let corrective = 0;; corrective++) {
+      const timeoutMs = stdio && fallback
+        ? Math.min(STDIO_PROBE_TIMEOUT_MS, this.#remaining(deadline))
+        : this.#remaining(deadline);
+      try {
+        const result = await this.#peer.request("server/discover", { _meta: this.#meta(undefined, version) }, {
+          timeoutMs,
+          timeoutMessage: this.#initTimeoutMessage(),
+        });
+        const discover = asObject(result);
+        const supported = discover?.supportedVersions;
+        if (discover && Array.isArray(supported) && supported.includes(version)) {
+          return { kind: "modern", version, result: discover };
+        }
+        return { kind: "legacy-here" };
+      } catch (error) {
+        if (error instanceof JsonRpcError) {
+          if (error.status === 401 || error.status === 403) throw error;
+          if (error.rpcCode === UNSUPPORTED_PROTOCOL_VERSION) {
+            const list = asObject(error.rpcData)?.supported;
+            const supported = Array.isArray(list) ? list.filter((v): v is string => typeof v === "string") : [];
+            const mutual = MODERN_VERSIONS.find((v) => supported.includes(v) && v !== version);
+            if (mutual !== undefined && corrective === 0) {
+              version = mutual;
+              continue;
+            }
+            if (supported.some((v) => (LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(v)) || supported.length === 0) {
+              return this.#legacyAfterError(stdio);
+            }
+            throw new AgentError(
+              "mcp-connect",
+              `Cannot connect to server "${this.#name}": no common protocol version (server supports ${JSON.stringify(supported)})`,
+            );
+          }
+          if (error.status !== undefined && error.status >= 500) throw error;
+          return this.#legacyAfterError(stdio);
+        }
+        if (error instanceof AgentError && stdio && fallback) {
+          // Silence (probe timeout) or exit: restart and speak legacy, unless time is up.
+          if (error.code === "timeout" && Date.now() >= deadline) throw new AgentError("mcp-connect", `Cannot start server "${this.#name}": ${error.message}`);
+          return { kind: "legacy-restart" };
+        }
+        if (error instanceof AgentError && error.status !== undefined) {
+          if (error.status === 401 || error.status === 403 || error.status >= 500) throw error;
+          return { kind: "legacy-here" };
+        }
+        throw error;
+      }
+    }
+  }
+
+  #legacyAfterError(stdio: boolean): Probe {
+    if (stdio && this.#proc && !this.#proc.alive) return { kind: "legacy-restart" };
+    return { kind: "legacy-here" };
+  }
+
+  #useModern(probe: { version: string; result: Record<string, unknown> }): void {
+    this.era = "modern";
+    this.protocolVersion = probe.version;
+    const info = asObject(probe.result.serverInfo) ??
+      asObject(asObject(probe.result._meta)?.["io.modelcontextprotocol/serverInfo"]);
+    if (info && typeof info.name === "string") {
+      this.serverInfo = { name: info.name, version: typeof info.version === "string" ? info.version : "" };
+    }
+  }
+
+  /** The legacy handshake; also run again when an HTTP session is lost. */
+  async #initialize(deadline = Date.now() + this.#initTimeoutMs): Promise<void> {
+    this.era = "legacy";
+    this.#http?.resetSession();
+    const result = asObject(
+      await this.#peer.request("initialize", {
+        protocolVersion: LEGACY_PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: this.#options.clientInfo ?? DEFAULT_CLIENT_INFO,
+        _meta: this.#meta(),
+      }, { timeoutMs: this.#remaining(deadline), timeoutMessage: this.#initTimeoutMessage() }),
+    );
+    const version = result?.protocolVersion;
+    if (typeof version !== "string" || !(LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
+      throw new AgentError(
+        "mcp-connect",
+        `Cannot connect to server "${this.#name}": it answered initialize with unsupported protocol version ${JSON.stringify(version)}`,
+      );
+    }
+    this.protocolVersion = version;
+    if (this.#http) this.#http.legacyVersion = version;
+    const info = asObject(result?.serverInfo);
+    if (info && typeof info.name === "string") {
+      this.serverInfo = { name: info.name, version: typeof info.version === "string" ? info.version : "" };
+    }
+    await this.#peer.notify("notifications/initialized", {});
+  }
+
+  async #request(
+    method: string,
+    params: Record<string, unknown>,
+    options: McpRequestOptions,
+  ): Promise<Record<string, unknown>> {
+    if (this.#dead && this.#exit) {
+      throw new AgentError("mcp", `Cannot send "${method}" to server "${this.#name}": server not connected (it exited with ${this.#exit.signal ? `signal ${this.#exit.signal}` : `code ${this.#exit.code}`})`);
+    }
+    if (this.#closing || this.#dead) {
+      throw new AgentError("mcp", `Cannot send "${method}" to server "${this.#name}": server not connected`);
+    }
+    const requestOptions: { timeoutMs?: number; signal?: AbortSignal } = {};
+    if (options.timeoutMs !== undefined) requestOptions.timeoutMs = options.timeoutMs;
+    if (options.signal !== undefined) requestOptions.signal = options.signal;
+    let result: unknown;
+    try {
+      result = await this.#peer.request(method, { ...params, _meta: this.#meta(options.meta) }, requestOptions);
+    } catch (error) {
+      if (isAbortError(error)) throw error;
+      if (this.#exit && !(error instanceof JsonRpcError)) throw this.#exitError(this.#exit, method);
+      throw error;
+    }
+    return this.#decode(method, result);
+  }
+
+  /** Modern results carry `resultType`; only `complete` is usable here. */
+  #decode(method: string, result: unknown): Record<string, unknown> {
+    const object = asObject(result);
+    if (!object) throw new AgentError("mcp", `Request "${method}" to server "${this.#name}" failed: the result is not an object`);
+    const type = object.resultType;
+    if (type === undefined || type === "complete") {
+      if (type !== undefined) {
+        const copy = { ...object };
+        delete copy.resultType;
+        return copy;
+      }
+      return object;
+    }
+    throw new AgentError(
+      "mcp",
+      `Request "${method}" to server "${this.#name}" failed: result type "${String(type)}" is not supported (the agent cannot provide input)`,
+    );
+  }
+
+  async listTools(options: McpRequestOptions = {}): Promise<McpTool[]> {
+    const byName = new Map<string, McpTool>();
+    const seen = new Set<string>();
+    let duplicates = 0;
+    let cursor: string | undefined;
+    const pageOptions: McpRequestOptions = { ...options, timeoutMs: options.timeoutMs ?? this.#initTimeoutMs };
+    for (let page = 0;; page++) {
+      if (page === MAX_TOOL_PAGES) {
+        this.#warn(`Stopped listing the tools of server "${this.#name}" after ${MAX_TOOL_PAGES} pages`);
+        break;
+      }
+      const result = await this.#request("tools/list", cursor === undefined ? {} : { cursor }, pageOptions) as {
+        tools?: unknown;
+        nextCursor?: unknown;
+      };
+      if (!Array.isArray(result.tools)) {
+        throw new AgentError("mcp", `Request "tools/list" to server "${this.#name}" failed: the result has no "tools" list`);
+      }
+      for (const tool of result.tools) {
+        const t = asObject(tool);
+        if (!t || typeof t.name !== "string") continue;
+        if (byName.has(t.name)) duplicates++;
+        else byName.set(t.name, t as McpTool);
+      }
+      const next = result.nextCursor;
+      if (typeof next !== "string" || next === "") break;
+      if (seen.has(next)) {
+        this.#warn(`Stopped listing the tools of server "${this.#name}": it repeated cursor "${next}"`);
+        break;
+      }
+      seen.add(next);
+      cursor = next;
+    }
+    if (duplicates > 0) this.#warn(`Server "${this.#name}" listed ${duplicates} tool names more than once; kept the first of each`);
+    return [...byName.values()];
+  }
+
+  async callTool(name: string, args: Record<string, unknown>, options: McpRequestOptions = {}): Promise<CallToolResult> {
+    const result = await this.#request("tools/call", { name, arguments: args }, options);
+    const content = Array.isArray(result.content) ? result.content : [];
+    const out: CallToolResult = { content };
+    if (typeof result.isError === "boolean") out.isError = result.isError;
+    if (result.structuredContent !== undefined) out.structuredContent = result.structuredContent;
+    return out;
+  }
+
+  kill(): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    this.#peer?.failAll(() => new AgentError("mcp", `Server "${this.#name}" was killed`));
+    this.#proc?.kill();
+    this.#http?.kill();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closing) {
+      if (this.#proc) await this.#proc.close(0);
+      return;
+    }
+    this.#closing = true;
+    this.#peer?.failAll(() => new AgentError("mcp", `Server "${this.#name}" was closed`));
+    await Promise.all([this.#proc?.close(), this.#http?.close()]);
+  }
+}
+
+function asObject(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : undefined;
+}

@@ -1,0 +1,312 @@
+/**
+ * The Streamable HTTP side of the MCP client: one POST per message, JSON or SSE answers
+ * (with resumption by GET + `Last-Event-ID` when a stream closes early), the era's headers
+ * (`MCP-Protocol-Version`; modern `Mcp-Method`/`Mcp-Name`; legacy `Mcp-Session-Id`), one
+ * re-initialise and retry when a legacy session is lost, and DELETE on close. SPEC section 10.
+ * @module
+ */
+
+import { AgentError } from "../errors.ts";
+import { readSse } from "../llm/sse.ts";
+import { JsonRpcError } from "./jsonrpc.ts";
+import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
+import type { HttpServerConfig } from "./types.ts";
+
+/** The `_meta` key carrying the protocol version of a modern request. */
+export const PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion";
+
+/** How many times a POST's SSE stream is resumed by GET before the request fails. */
+const MAX_RESUMES = 3;
+
+/** Options of {@link HttpTransport}. */
+export interface HttpTransportOptions {
+  /** Server name, for messages. */
+  name: string;
+  fetch: typeof fetch;
+  /** Every message the server sends (answers, requests, notifications). */
+  onMessage: (message: unknown) => void;
+  onWarning: (message: string) => void;
+  /**
+   * Called when a legacy server answers 404 to a known session: must run `initialize`
+   * again (a new session); the request is then retried once.
+   */
+  reinitialize: () => Promise<void>;
+}
+
+/**
+ * One Streamable HTTP connection. Stateless for modern servers (every header derives from
+ * the message); for legacy servers it holds the session id and the negotiated version.
+ */
+export class HttpTransport {
+  #config: HttpServerConfig;
+  #options: HttpTransportOptions;
+  #all = new AbortController();
+  #sessionId: string | undefined;
+  #reinit: Promise<void> | undefined;
+  /** The legacy protocol version, sent as `MCP-Protocol-Version` once negotiated. */
+  legacyVersion: string | undefined;
+
+  constructor(config: HttpServerConfig, options: HttpTransportOptions) {
+    this.#config = config;
+    this.#options = options;
+  }
+
+  /** The legacy session id, if the server gave one. */
+  get sessionId(): string | undefined {
+    return this.#sessionId;
+  }
+
+  /**
+   * POSTs one message. For a request, resolves once its answer was handed to `onMessage`.
+   * @throws {AgentError} `mcp` for HTTP and stream failures (`status` set for HTTP errors);
+   *   {@link JsonRpcError} when a non-2xx answer carries a JSON-RPC error
+   */
+  async send(message: JsonRpcMessage, context: SendContext): Promise<void> {
+    const retried = await this.#post(message, context, false);
+    if (retried) await this.#post(message, context, true);
+  }
+
+  /** Aborts every request in flight and, for a legacy session, sends DELETE (not awaited). */
+  kill(): void {
+    this.#all.abort();
+    void this.#delete();
+  }
+
+  /** Aborts every request in flight and, for a legacy session, sends DELETE (bounded by 2 s). */
+  async close(): Promise<void> {
+    this.#all.abort();
+    await this.#delete();
+  }
+
+  /** Forgets the session (before a new `initialize`). */
+  resetSession(): void {
+    this.#sessionId = undefined;
+    this.legacyVersion = undefined;
+  }
+
+  async #delete(): Promise<void> {
+    const sessionId = this.#sessionId;
+    if (sessionId === undefined) return;
+    this.#sessionId = undefined;
+    const headers = this.#headers();
+    headers.set("mcp-session-id", sessionId);
+    try {
+      const response = await this.#options.fetch(this.#config.url, {
+        method: "DELETE",
+        headers,
+        signal: AbortSignal.timeout(2000),
+      });
+      await response.body?.cancel().catch(() => {});
+    } catch {
+      // best effort
+    }
+  }
+
+  #headers(): Headers {
+    const headers = new Headers(this.#config.headers);
+    if (this.legacyVersion !== undefined) headers.set("mcp-protocol-version", this.legacyVersion);
+    return headers;
+  }
+
+  /** Returns true when the request must be retried after a re-initialise. */
+  async #post(message: JsonRpcMessage, context: SendContext, isRetry: boolean): Promise<boolean> {
+    const isInitialize = message.method === "initialize";
+    const headers = this.#headers();
+    headers.set("content-type", "application/json");
+    headers.set("accept", "application/json, text/event-stream");
+    const params = message.params as { _meta?: Record<string, unknown>; name?: unknown } | undefined;
+    const modernVersion = params?._meta?.[PROTOCOL_VERSION_META_KEY];
+    if (typeof modernVersion === "string" && message.method !== undefined && message.id !== undefined) {
+      headers.set("mcp-protocol-version", modernVersion);
+      headers.set("mcp-method", message.method);
+      if (message.method === "tools/call" && typeof params?.name === "string") {
+        headers.set("mcp-name", encodeHeaderValue(params.name));
+      }
+    }
+    const sessionId = this.#sessionId;
+    if (sessionId !== undefined && !isInitialize) headers.set("mcp-session-id", sessionId);
+    const signal = AbortSignal.any([context.signal, this.#all.signal]);
+    let response: Response;
+    try {
+      response = await this.#options.fetch(this.#config.url, {
+        method: "POST",
+        headers,
+        body: JSON.stringify(message),
+        signal,
+      });
+    } catch (error) {
+      throw this.#failure(context, signal, error);
+    }
+    if (isInitialize && response.ok) {
+      const id = response.headers.get("mcp-session-id");
+      if (id) this.#sessionId = id;
+    }
+    if (!response.ok) {
+      const text = await response.text().catch(() => "");
+      if (response.status === 404 && sessionId !== undefined && !isInitialize && !isRetry) {
+        await this.#reinitialize(sessionId);
+        return true;
+      }
+      throw this.#httpError(context, response.status, text);
+    }
+    if (context.id === undefined) {
+      await response.body?.cancel().catch(() => {});
+      return false;
+    }
+    const type = (response.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
+    if (type === "text/event-stream" && response.body) {
+      await this.#readStream(response.body, context, signal);
+      return false;
+    }
+    if (type === "application/json") {
+      let body: unknown;
+      try {
+        body = JSON.parse(await response.text());
+      } catch (error) {
+        throw this.#failure(context, signal, error);
+      }
+      this.#options.onMessage(body);
+      return false;
+    }
+    await response.body?.cancel().catch(() => {});
+    throw new AgentError(
+      "mcp",
+      `Request "${context.method}" to server "${this.#options.name}" failed: unexpected answer (HTTP ${response.status}, content type "${type ?? ""}")`,
+      { status: response.status },
+    );
+  }
+
+  async #reinitialize(lostSession: string): Promise<void> {
+    if (this.#reinit === undefined) {
+      this.#sessionId = undefined;
+      this.legacyVersion = undefined;
+      this.#options.onWarning(`Server "${this.#options.name}" lost session "${lostSession}": initializing again`);
+      this.#reinit = this.#options.reinitialize().finally(() => (this.#reinit = undefined));
+    }
+    await this.#reinit;
+  }
+
+  /** Reads SSE events until the answer to `context.id` arrived, resuming by GET if the stream ends first. */
+  async #readStream(body: ReadableStream<Uint8Array>, context: SendContext, signal: AbortSignal): Promise<void> {
+    let lastEventId = "";
+    let retryMs = 1000;
+    let stream: ReadableStream<Uint8Array> | undefined = body;
+    for (let resumes = 0;; resumes++) {
+      let answered = false;
+      try {
+        for await (const event of readSse(stream, signal)) {
+          if (event.id !== "") lastEventId = event.id;
+          if (event.retry !== undefined) retryMs = event.retry;
+          if (event.data.trim() === "") continue;
+          let message: unknown;
+          try {
+            message = JSON.parse(event.data);
+          } catch {
+            this.#options.onWarning(`Ignored an event from server "${this.#options.name}" that is not JSON`);
+            continue;
+          }
+          if (answers(message, context.id)) answered = true;
+          this.#options.onMessage(message);
+          if (answered) break;
+        }
+      } catch (error) {
+        throw this.#failure(context, signal, error);
+      }
+      if (answered) return;
+      if (signal.aborted) throw this.#failure(context, signal, signal.reason);
+      if (lastEventId === "" || resumes >= MAX_RESUMES) {
+        throw new AgentError(
+          "mcp",
+          `Request "${context.method}" to server "${this.#options.name}" failed: the event stream ended before the answer`,
+        );
+      }
+      await sleep(retryMs, signal).catch(() => {});
+      if (signal.aborted) throw this.#failure(context, signal, signal.reason);
+      stream = await this.#resume(lastEventId, context, signal);
+    }
+  }
+
+  async #resume(lastEventId: string, context: SendContext, signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+    const headers = this.#headers();
+    headers.set("accept", "text/event-stream");
+    headers.set("last-event-id", lastEventId);
+    if (this.#sessionId !== undefined) headers.set("mcp-session-id", this.#sessionId);
+    let response: Response;
+    try {
+      response = await this.#options.fetch(this.#config.url, { method: "GET", headers, signal });
+    } catch (error) {
+      throw this.#failure(context, signal, error);
+    }
+    if (!response.ok || !response.body) {
+      const text = await response.text().catch(() => "");
+      throw this.#httpError(context, response.status, text);
+    }
+    return response.body;
+  }
+
+  #httpError(context: SendContext, status: number, text: string): AgentError {
+    const prefix = `Request "${context.method ?? "response"}" to server "${this.#options.name}" failed`;
+    const rpc = parseRpcError(text);
+    if (rpc !== undefined) {
+      return new JsonRpcError(`${prefix}: HTTP ${status}: ${rpc.message} (code ${rpc.code})`, rpc, status);
+    }
+    const auth = status === 401 || status === 403
+      ? " (check the server's headers, for example Authorization)"
+      : "";
+    const snippet = text.trim().slice(0, 300);
+    return new AgentError("mcp", `${prefix}: HTTP ${status}${auth}${snippet ? `: ${snippet}` : ""}`, { status });
+  }
+
+  #failure(context: SendContext, signal: AbortSignal, error: unknown): Error {
+    if (error instanceof AgentError) return error;
+    const reason = signal.aborted ? "the request was abandoned" : error instanceof Error ? error.message : String(error);
+    return new AgentError("mcp", `Request "${context.method ?? "response"}" to server "${this.#options.name}" failed: ${reason}`, {
+      cause: error,
+    });
+  }
+}
+
+function answers(message: unknown, id: unknown): boolean {
+  const list = Array.isArray(message) ? message : [message];
+  return list.some((m) =>
+    typeof m === "object" && m !== null && !("method" in m) && (m as { id?: unknown }).id === id
+  );
+}
+
+function parseRpcError(text: string): { code: number; message: string; data?: unknown } | undefined {
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; data?: unknown } };
+    const error = body?.error;
+    if (typeof error !== "object" || error === null || typeof error.code !== "number") return undefined;
+    return { code: error.code, message: typeof error.message === "string" ? error.message : "", data: error.data };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An HTTP header value for `Mcp-Name`: plain printable ASCII passes unchanged, anything else
+ * is sent as `=?base64?<base64 of UTF-8>?=` (the official SDK's encoding).
+ */
+export function encodeHeaderValue(value: string): string {
+  const plain = value.length > 0 && value === value.trim() && /^[\x20-\x7e\t]*$/.test(value) &&
+    !(value.startsWith("=?base64?") && value.endsWith("?="));
+  if (plain) return value;
+  let binary = "";
+  for (const byte of new TextEncoder().encode(value)) binary += String.fromCharCode(byte);
+  return `=?base64?${btoa(binary)}?=`;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolveSleep, rejectSleep) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolveSleep();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      rejectSleep(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,250 @@
+/**
+ * The transport-neutral JSON-RPC 2.0 engine of the MCP client: ids, pending requests,
+ * timeouts, cancellation (`notifications/cancelled`), late replies, and answers to server
+ * requests (`ping` → `{}`, everything else -32601). SPEC sections 4.5 and 10.
+ * @module
+ */
+
+import { abortError, AgentError } from "../errors.ts";
+
+/** A JSON-RPC request or response id. */
+export type JsonRpcId = number | string;
+
+/** Any JSON-RPC 2.0 message, loosely typed (validated where it is read). */
+export interface JsonRpcMessage {
+  jsonrpc: "2.0";
+  id?: JsonRpcId | null;
+  method?: string;
+  params?: unknown;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** JSON-RPC error code: the method does not exist. */
+export const METHOD_NOT_FOUND = -32601;
+/** JSON-RPC error code of the official SDK for an unsupported protocol version (modern era). */
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+
+/**
+ * A JSON-RPC error answer from a server, as an {@link AgentError} with code `mcp`.
+ * `rpcCode` and `rpcData` are the server's `error.code` and `error.data`; `httpStatus` is set
+ * when the error came in a non-2xx HTTP answer.
+ */
+export class JsonRpcError extends AgentError {
+  readonly rpcCode: number;
+  readonly rpcData: unknown;
+  readonly rpcMessage: string;
+  constructor(message: string, error: { code: number; message: string; data?: unknown }, status?: number) {
+    super("mcp", message, status === undefined ? undefined : { status });
+    this.rpcCode = error.code;
+    this.rpcData = error.data;
+    this.rpcMessage = error.message;
+  }
+}
+
+/** What a transport learns about the message it is asked to send. */
+export interface SendContext {
+  /** Aborted when the request is abandoned (timeout, abort, close). */
+  signal: AbortSignal;
+  /** The request's method (`undefined` for responses). */
+  method: string | undefined;
+  /** The request's id, when the message is a request. */
+  id: JsonRpcId | undefined;
+}
+
+/** Options of {@link JsonRpcPeer}. */
+export interface JsonRpcPeerOptions {
+  /** Used in messages: `server "name"`. */
+  label: string;
+  /**
+   * Delivers one message to the server. A rejection fails the request it carries. HTTP
+   * transports deliver the answer by calling {@link JsonRpcPeer.receive} before resolving.
+   */
+  send: (message: JsonRpcMessage, context: SendContext) => Promise<void>;
+  /** A notification from the server (`notifications/tools/list_changed`, …). */
+  onNotification?: (method: string, params: unknown) => void;
+  /** Non-fatal problems (a reply that is not JSON-RPC). */
+  onWarning?: (message: string) => void;
+}
+
+/** Per-request options of {@link JsonRpcPeer.request}. */
+export interface PeerRequestOptions {
+  /** Rejects with `AgentError` code `timeout` after this many milliseconds. */
+  timeoutMs?: number;
+  /** The timeout's message; default `Request "<method>" to <label> timed out after N s`. */
+  timeoutMessage?: string;
+  /** Aborting rejects with an `AbortError`. */
+  signal?: AbortSignal;
+}
+
+interface Pending {
+  method: string;
+  resolve: (result: unknown) => void;
+  reject: (error: Error) => void;
+  controller: AbortController;
+  cleanup: () => void;
+}
+
+/**
+ * One JSON-RPC conversation with one server. Ids are unique for the life of the peer, so a
+ * late reply to an abandoned request can never match a later one: it is discarded.
+ * @example
+ * const peer = new JsonRpcPeer({ label: 'server "a"', send: async (m) => write(m) });
+ * onLine((msg) => peer.receive(msg));
+ * const tools = await peer.request("tools/list", {}, { timeoutMs: 30_000 });
+ */
+export class JsonRpcPeer {
+  #options: JsonRpcPeerOptions;
+  #nextId = 0;
+  #pending = new Map<JsonRpcId, Pending>();
+  #closedError: (() => Error) | undefined;
+  /** Replies whose request was no longer pending (late or unknown). */
+  discardedReplies = 0;
+
+  constructor(options: JsonRpcPeerOptions) {
+    this.#options = options;
+  }
+
+  /** Requests still waiting for their answer. */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  /**
+   * Sends a request and resolves with its `result`.
+   * @throws {JsonRpcError} for an error answer; {@link AgentError} `timeout` after
+   *   `timeoutMs` (after sending `notifications/cancelled`); an `AbortError` when `signal`
+   *   aborts (after `notifications/cancelled`); whatever the transport or
+   *   {@link JsonRpcPeer.failAll} rejects with.
+   */
+  request(method: string, params: Record<string, unknown>, options: PeerRequestOptions = {}): Promise<unknown> {
+    if (this.#closedError) return Promise.reject(this.#closedError());
+    if (options.signal?.aborted) return Promise.reject(abortError());
+    const id = ++this.#nextId;
+    const controller = new AbortController();
+    return new Promise((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const onAbort = () => abandon(abortError(), "cancelled");
+      const cleanup = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        options.signal?.removeEventListener("abort", onAbort);
+      };
+      const abandon = (error: Error, reason: string) => {
+        if (!this.#pending.delete(id)) return;
+        cleanup();
+        controller.abort();
+        reject(error);
+        this.notify("notifications/cancelled", { requestId: id, reason }).catch(() => {});
+      };
+      this.#pending.set(id, { method, resolve, reject, controller, cleanup });
+      if (options.timeoutMs !== undefined) {
+        const seconds = formatSeconds(options.timeoutMs);
+        const message = options.timeoutMessage ??
+          `Request "${method}" to ${this.#options.label} timed out after ${seconds} s`;
+        timer = setTimeout(() => abandon(new AgentError("timeout", message), "timeout"), options.timeoutMs);
+      }
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      const message: JsonRpcMessage = { jsonrpc: "2.0", id, method, params };
+      this.#options.send(message, { signal: controller.signal, method, id }).catch((error: unknown) => {
+        const entry = this.#pending.get(id);
+        if (!entry) return;
+        this.#pending.delete(id);
+        entry.cleanup();
+        reject(error instanceof Error ? error : new AgentError("mcp", String(error)));
+      });
+    });
+  }
+
+  /** Sends a notification. Rejects when the transport fails. */
+  notify(method: string, params: Record<string, unknown>): Promise<void> {
+    if (this.#closedError) return Promise.resolve();
+    const controller = new AbortController();
+    return this.#options.send({ jsonrpc: "2.0", method, params }, {
+      signal: controller.signal,
+      method,
+      id: undefined,
+    });
+  }
+
+  /** Feeds one parsed message (or a batch) that arrived from the server. */
+  receive(message: unknown): void {
+    if (Array.isArray(message)) {
+      for (const m of message) this.receive(m);
+      return;
+    }
+    if (typeof message !== "object" || message === null) {
+      this.#options.onWarning?.(`Ignored a message from ${this.#options.label} that is not a JSON-RPC object`);
+      return;
+    }
+    const m = message as JsonRpcMessage;
+    if (typeof m.method === "string") {
+      if (m.id === undefined || m.id === null) this.#notification(m.method, m.params);
+      else this.#serverRequest(m.id, m.method);
+      return;
+    }
+    if (m.id === undefined || m.id === null) {
+      if (m.error) this.#options.onWarning?.(`${capitalize(this.#options.label)} sent an error without an id: ${m.error.message}`);
+      return;
+    }
+    const entry = this.#pending.get(m.id);
+    if (!entry) {
+      this.discardedReplies++;
+      return;
+    }
+    this.#pending.delete(m.id);
+    entry.cleanup();
+    if (m.error && typeof m.error === "object") {
+      const code = typeof m.error.code === "number" ? m.error.code : -32603;
+      const text = typeof m.error.message === "string" ? m.error.message : "unknown error";
+      entry.reject(
+        new JsonRpcError(`Request "${entry.method}" to ${this.#options.label} failed: ${text} (code ${code})`, {
+          code,
+          message: text,
+          data: m.error.data,
+        }),
+      );
+    } else entry.resolve(m.result);
+  }
+
+  /**
+   * Rejects every pending request at once with `error()` and, when `closed`, every later
+   * request too (the server died or the connection was closed).
+   */
+  failAll(error: () => Error, closed = true): void {
+    if (closed) this.#closedError = error;
+    const entries = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const entry of entries) {
+      entry.cleanup();
+      entry.controller.abort();
+      entry.reject(error());
+    }
+  }
+
+  #notification(method: string, params: unknown): void {
+    if (method === "notifications/cancelled") return;
+    this.#options.onNotification?.(method, params);
+  }
+
+  #serverRequest(id: JsonRpcId, method: string): void {
+    const controller = new AbortController();
+    const context: SendContext = { signal: controller.signal, method: undefined, id: undefined };
+    const reply: JsonRpcMessage = method === "ping"
+      ? { jsonrpc: "2.0", id, result: {} }
+      : { jsonrpc: "2.0", id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${method}` } };
+    this.#options.send(reply, context).catch((error: unknown) => {
+      this.#options.onWarning?.(
+        `Cannot answer "${method}" from ${this.#options.label}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    });
+  }
+}
+
+/** `2500` → `"2.5"`, `30000` → `"30"`. */
+export function formatSeconds(ms: number): string {
+  return String(Math.round(ms / 100) / 10);
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

@@ -1,0 +1,310 @@
+/**
+ * The stdio side of the MCP client: spawning a server in its own process group with a
+ * cleared environment, newline-delimited JSON framing with a size cap, a bounded stderr
+ * tail, and killing whole process groups (on close, on kill, and when the agent exits).
+ * SPEC section 10.
+ * @module
+ */
+
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { accessSync, constants, statSync } from "node:fs";
+import { delimiter, isAbsolute, join, resolve } from "node:path";
+import process from "node:process";
+import { AgentError } from "../errors.ts";
+import type { McpExitInfo, StdioServerConfig } from "./types.ts";
+
+/** Variables passed from the agent's environment to every stdio server (SPEC section 10). */
+export const PASS_THROUGH_ENV: readonly string[] = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LANG",
+  "TERM",
+  "TMPDIR",
+  "SHELL",
+  "DENO_DIR",
+  "BUN_INSTALL",
+  "XDG_CACHE_HOME",
+  "NODE_PATH",
+  "npm_config_cache",
+];
+
+/** The size of the stderr tail kept per server, in bytes (UTF-16 units, close enough). */
+export const STDERR_TAIL_BYTES = 64 * 1024;
+
+/**
+ * The environment a stdio server gets: the pass-through variables (and every `LC_*`) from
+ * `parent`, then the server's own `env`. Nothing else: API keys never leak.
+ * @example childEnv({ PATH: "/bin", ANTHROPIC_API_KEY: "k" }, { TOKEN: "t" }) // {PATH, TOKEN}
+ */
+export function childEnv(
+  parent: Record<string, string | undefined>,
+  own: Record<string, string>,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(parent)) {
+    if (value === undefined) continue;
+    if (PASS_THROUGH_ENV.includes(key) || key.startsWith("LC_")) env[key] = value;
+  }
+  return { ...env, ...own };
+}
+
+/**
+ * Finds `command` the way a shell would: a name with a `/` is resolved against `cwd`,
+ * anything else is looked up in the folders of `path`. Returns the absolute path of an
+ * executable file, or `undefined`.
+ */
+export function findCommand(command: string, path: string | undefined, cwd: string): string | undefined {
+  const candidates = command.includes("/")
+    ? [isAbsolute(command) ? command : resolve(cwd, command)]
+    : (path ?? "").split(delimiter).filter((dir) => dir !== "").map((dir) => join(resolve(cwd, dir), command));
+  for (const candidate of candidates) {
+    try {
+      if (!statSync(candidate).isFile()) continue;
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function killGroup(pid: number, signal: "SIGKILL" | "SIGTERM"): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Kills (SIGKILL) the process group of every stdio server still alive in this process.
+ * Installed on `process` `exit` automatically; the CLI also calls it from its SIGINT and
+ * SIGTERM handlers, since a signal that kills the runtime skips `exit` handlers.
+ */
+export function killAllServers(): void {
+  for (const pid of liveGroups) killGroup(pid, "SIGKILL");
+  liveGroups.clear();
+}
+
+/** Options of {@link spawnStdio}. */
+export interface SpawnStdioOptions {
+  /** Server name, for messages. */
+  name: string;
+  /** Default working folder (the server's `cwd` wins). */
+  cwd: string;
+  /** The agent's environment, source of the pass-through list. */
+  env: Record<string, string | undefined>;
+  /** Largest line accepted, in bytes; longer lines are skipped with a warning. */
+  maxLineBytes: number;
+  /** Each parsed JSON message from stdout. */
+  onMessage: (message: unknown) => void;
+  onWarning: (message: string) => void;
+  /** The process ended (after its stderr was drained, at most ~100 ms later). */
+  onExit: (info: McpExitInfo) => void;
+}
+
+/** A running stdio server. */
+export interface StdioProcess {
+  readonly pid: number;
+  /** False once the process exited. */
+  readonly alive: boolean;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<McpExitInfo>;
+  /** The stderr tail so far. */
+  stderrTail(): string;
+  /** Writes one JSON message as a line. Rejects when stdin is closed. */
+  send(message: unknown): Promise<void>;
+  /** SIGKILL to the whole process group, now. */
+  kill(): void;
+  /** Closes stdin, waits `graceMs`, SIGTERM to the group, waits, then SIGKILL to the group. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Starts a stdio server in its own process group (`detached: true`).
+ * @throws {AgentError} `mcp-connect` when the command is not found on `PATH` or cannot start
+ */
+export function spawnStdio(config: StdioServerConfig, options: SpawnStdioOptions): StdioProcess {
+  const env = childEnv(options.env, config.env);
+  const cwd = config.cwd ?? options.cwd;
+  const file = findCommand(config.command, env.PATH, cwd);
+  if (file === undefined) {
+    const where = config.command.includes("/") ? "not found or not executable" : "not found on PATH";
+    throw new AgentError("mcp-connect", `Cannot start server "${options.name}": command "${config.command}" ${where}`);
+  }
+  let child: ChildProcess;
+  try {
+    child = spawn(file, config.args, { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+  } catch (error) {
+    throw new AgentError("mcp-connect", `Cannot start server "${options.name}": ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  if (child.pid === undefined) {
+    throw new AgentError("mcp-connect", `Cannot start server "${options.name}": command "${config.command}" did not start`);
+  }
+  return new StdioChild(child, child.pid, options);
+}
+
+class StdioChild implements StdioProcess {
+  readonly pid: number;
+  readonly exited: Promise<McpExitInfo>;
+  #child: ChildProcess;
+  #options: SpawnStdioOptions;
+  #alive = true;
+  #stderr = "";
+  #stderrDecoder = new TextDecoder();
+  #lineParts: string[] = [];
+  #lineBytes = 0;
+  #skipping = false;
+  #decoder = new TextDecoder();
+
+  constructor(child: ChildProcess, pid: number, options: SpawnStdioOptions) {
+    this.#child = child;
+    this.pid = pid;
+    this.#options = options;
+    liveGroups.add(pid);
+    if (!exitHookInstalled) {
+      exitHookInstalled = true;
+      process.on("exit", killAllServers);
+    }
+    child.stdin?.on("error", () => {}); // EPIPE after the server died: reported through exit
+    child.stdout?.on("data", (chunk: Uint8Array) => this.#onStdout(chunk));
+    let stderrEnded: () => void = () => {};
+    const stderrDone = new Promise<void>((r) => (stderrEnded = r));
+    child.stderr?.on("data", (chunk: Uint8Array) => this.#appendStderr(this.#stderrDecoder.decode(chunk, { stream: true })));
+    child.stderr?.on("end", () => stderrEnded());
+    child.stderr?.on("error", () => stderrEnded());
+    this.exited = new Promise((resolveExit) => {
+      let done = false;
+      const finish = (code: number | null, signal: string | null, extra?: string) => {
+        if (done) return;
+        done = true;
+        this.#alive = false;
+        liveGroups.delete(pid);
+        const settle = () => {
+          this.#appendStderr(this.#stderrDecoder.decode());
+          if (extra) this.#appendStderr(extra);
+          const info: McpExitInfo = { code, signal, stderrTail: this.#stderr };
+          resolveExit(info);
+          options.onExit(info);
+        };
+        // Give stderr a moment to drain, but never wait on a grandchild holding the pipe.
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        Promise.race([stderrDone, new Promise<void>((r) => (timer = setTimeout(r, 100)))]).then(() => {
+          if (timer !== undefined) clearTimeout(timer);
+          settle();
+        });
+      };
+      child.on("exit", (code, signal) => finish(code, signal));
+      child.on("error", (error) => finish(null, null, `\n${error.message}`));
+    });
+  }
+
+  get alive(): boolean {
+    return this.#alive;
+  }
+
+  stderrTail(): string {
+    return this.#stderr;
+  }
+
+  send(message: unknown): Promise<void> {
+    const stdin = this.#child.stdin;
+    if (!this.#alive || !stdin || stdin.destroyed || !stdin.writable) {
+      return Promise.reject(new AgentError("mcp", `Cannot write to server "${this.#options.name}": its stdin is closed`));
+    }
+    return new Promise((resolveWrite, rejectWrite) => {
+      stdin.write(`${JSON.stringify(message)}\n`, (error) => {
+        if (error) rejectWrite(new AgentError("mcp", `Cannot write to server "${this.#options.name}": ${error.message}`));
+        else resolveWrite();
+      });
+    });
+  }
+
+  kill(): void {
+    killGroup(this.pid, "SIGKILL");
+    liveGroups.delete(this.pid);
+  }
+
+  async close(graceMs = 300): Promise<void> {
+    if (this.#alive) {
+      this.#child.stdin?.end();
+      if (!(await this.#waitExit(graceMs))) {
+        killGroup(this.pid, "SIGTERM");
+        await this.#waitExit(700);
+      }
+    }
+    // Always: a grandchild may outlive the leader (a wrapper shell's background job).
+    this.kill();
+    await this.#waitExit(1000);
+  }
+
+  async #waitExit(ms: number): Promise<boolean> {
+    if (!this.#alive) return true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const exited = await Promise.race([
+      this.exited.then(() => true),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms))),
+    ]);
+    if (timer !== undefined) clearTimeout(timer);
+    return exited;
+  }
+
+  #appendStderr(text: string): void {
+    if (text === "") return;
+    this.#stderr += text;
+    if (this.#stderr.length > STDERR_TAIL_BYTES) this.#stderr = this.#stderr.slice(-STDERR_TAIL_BYTES);
+  }
+
+  #onStdout(chunk: Uint8Array): void {
+    let start = 0;
+    while (start <= chunk.length) {
+      const nl = chunk.indexOf(10, start);
+      const end = nl === -1 ? chunk.length : nl;
+      if (!this.#skipping && end > start) {
+        if (this.#lineBytes + (end - start) > this.#options.maxLineBytes) {
+          this.#skipping = true;
+          this.#lineParts = [];
+          this.#decoder = new TextDecoder();
+          this.#options.onWarning(
+            `Skipped a line from server "${this.#options.name}" longer than ${this.#options.maxLineBytes} bytes`,
+          );
+        } else {
+          this.#lineBytes += end - start;
+          this.#lineParts.push(this.#decoder.decode(chunk.subarray(start, end), { stream: true }));
+        }
+      }
+      if (nl === -1) break;
+      if (!this.#skipping) {
+        this.#lineParts.push(this.#decoder.decode());
+        this.#line(this.#lineParts.join(""));
+      }
+      this.#lineParts = [];
+      this.#lineBytes = 0;
+      this.#skipping = false;
+      start = nl + 1;
+    }
+  }
+
+  #line(line: string): void {
+    const text = line.trim();
+    if (text === "") return;
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      this.#options.onWarning(
+        `Ignored a line from server "${this.#options.name}" that is not JSON: "${text.slice(0, 200)}"`,
+      );
+      return;
+    }
+    this.#options.onMessage(message);
+  }
+}
