@@ -111,6 +111,7 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
   const out = painter(process.stdout);
   const err = painter(process.stderr);
   let midLine = false;
+  const running = new Map<string, { args: Record<string, unknown>; timer: ReturnType<typeof setTimeout> }>();
   const line = (text: string) => {
     if (midLine) process.stdout.write("\n");
     midLine = false;
@@ -123,12 +124,21 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
           process.stdout.write(e.text);
           midLine = !e.text.endsWith("\n");
           break;
-        case "tool-end":
-          line(`${e.ok ? out.green("✓") : out.red("✗")} ${e.name} ${out.dim(`(${seconds(e.durationMs)})`)}${e.ok ? "" : ` ${out.red(firstLine(e.output, 120))}`}`);
+        case "tool-start": {
+          // One line per call, printed when it ends; a call still running after 1 s says so.
+          const timer = setTimeout(() => line(out.dim(`… ${e.name} ${shortArgs(e.arguments)} running`)), 1000);
+          running.set(e.id, { args: e.arguments, timer });
           break;
-        case "tool-start":
-          line(out.dim(`→ ${e.name} ${shortArgs(e.arguments)}`));
+        }
+        case "tool-end": {
+          const started = running.get(e.id);
+          running.delete(e.id);
+          if (started) clearTimeout(started.timer);
+          const args = started ? ` ${out.dim(shortArgs(started.args))}` : "";
+          const failure = e.ok ? "" : ` ${out.red(firstLine(e.output, 120))}`;
+          line(`${e.ok ? out.green("✓") : out.red("✗")} ${e.name}${args} ${out.dim(`(${seconds(e.durationMs)})`)}${failure}`);
           break;
+        }
         case "hook":
           if (e.outcome === "objection") {
             line(out.yellow(`⟲ ${e.hook} objection from ${e.server}: ${firstLine(e.text ?? "")}`));
