@@ -1,0 +1,129 @@
+/**
+ * The test-gate MCP server: a `run_tests` tool for the LLM, and the `_Stop` and `_PostCompact`
+ * hooks that the agent calls (never the LLM: the agent hides `_`-named tools from it). `_Stop`
+ * objects to the end of a turn while the project's test suite is red, or not yet seen green.
+ *
+ * `createMcpServer()` builds the MCP server (shared by HTTP and stdio); `createApp()` serves it
+ * over Streamable HTTP on a Hono app. Nothing here does I/O at import time.
+ *
+ * Unlike the todo-enforcer, this server keeps no per-session state: whether the suite passes
+ * on the project's files is the same answer for every agent session, so the state lives in one
+ * {@link TestGate} per project folder and the `sprout-agent/session` key is not needed.
+ *
+ * This folder is meant to be copied on its own, so the HTTP plumbing (token check, `/health`)
+ * is repeated in servers/todo-enforcer/app.ts on purpose rather than shared.
+ * @module
+ */
+import { timingSafeEqual } from "node:crypto";
+import { createMcpHonoApp } from "@modelcontextprotocol/hono";
+import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
+import type { Hono, MiddlewareHandler } from "hono";
+import * as z from "zod";
+import { runSummary, TestGate } from "./gate.ts";
+
+/** Name and version announced to MCP clients. */
+export const SERVER_INFO = { name: "test-gate", version: "0.1.0" } as const;
+
+function text(value: string) {
+  return { content: [{ type: "text" as const, text: value }] };
+}
+
+/**
+ * Builds one MCP server exposing `run_tests`, `_Stop` and `_PostCompact` over `gate`.
+ * Over HTTP a new one is built for every request (the modern revision is stateless), so all
+ * state lives in `gate`, never in the server object.
+ */
+export function createMcpServer(gate: TestGate): McpServer {
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+
+  server.registerTool(
+    "run_tests",
+    {
+      description:
+        `Runs the project's test suite (\`${gate.command}\`) now and returns the passed/failed counts, ` +
+        "the names of failing tests and the end of the output. Ending the turn is advised against " +
+        "while the suite fails on the current files, so run this after changing code.",
+      inputSchema: z.object({}),
+    },
+    async () => text(runSummary(await gate.runTests())),
+  );
+
+  // Hooks take no arguments. Returning "" means "no objection": the agent treats blank hook
+  // output as nothing to say, so the turn may end. Any other text is shown to the LLM.
+  server.registerTool(
+    "_Stop",
+    { description: "Agent hook: objects to ending the turn while the test suite fails.", inputSchema: z.object({}) },
+    async () => text(await gate.stop()),
+  );
+  server.registerTool(
+    "_PostCompact",
+    { description: "Agent hook: returns the last known test state after a context handoff.", inputSchema: z.object({}) },
+    () => text(gate.postCompact()),
+  );
+  return server;
+}
+
+/** The Hono context variables set by `createMcpHonoApp`'s body parser. */
+export type McpEnv = { Variables: { parsedBody: unknown } };
+
+/** Options of {@link createApp}. */
+export interface AppOptions {
+  /** The gate of the project folder (it owns the test command, folder and timeout). */
+  gate: TestGate;
+  /**
+   * When set, `/mcp` requires `Authorization: Bearer <token>` (401 otherwise).
+   * `/health` stays open: it reveals nothing.
+   */
+  token?: string;
+  /**
+   * The address the server binds, default `127.0.0.1`. For a localhost address (`127.0.0.1`,
+   * `localhost`, `::1`) the `Host` and `Origin` headers are checked (DNS-rebinding protection).
+   */
+  host?: string;
+  /** Host names accepted in the `Host` header when binding a non-local address such as `0.0.0.0`. */
+  allowedHosts?: string[];
+}
+
+/**
+ * The Hono app serving the test-gate: Streamable HTTP at `/mcp` (both MCP eras, stateless),
+ * `GET /health`, Host/Origin validation and the optional bearer token.
+ * @example
+ * const app = createApp({ gate: new TestGate({ command: "bun test", cwd: "." }) });
+ * Bun.serve({ fetch: app.fetch, port: 0 });
+ */
+export function createApp(options: AppOptions): Hono<McpEnv> {
+  const { gate } = options;
+  // createMcpHonoApp adds Host/Origin validation for local binds and parses JSON bodies.
+  const app = createMcpHonoApp({
+    host: options.host ?? "127.0.0.1",
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+  }) as unknown as Hono<McpEnv>; // it sets `parsedBody`; its declared type does not say so
+  // A fresh McpServer per request: a shared instance cannot serve concurrent requests.
+  const mcp = createMcpHandler(() => createMcpServer(gate));
+
+  app.get("/health", (c) => c.json({ status: "ok", server: SERVER_INFO.name }));
+  if (options.token !== undefined) app.use("/mcp", bearerAuth(options.token));
+  app.all("/mcp", (c) => mcp.fetch(c.req.raw, { parsedBody: c.get("parsedBody") }));
+  app.onError((error, c) => {
+    console.error(`Cannot answer ${c.req.method} ${c.req.path}: ${error.message}`);
+    return c.json({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "Internal error" } }, 500);
+  });
+  return app;
+}
+
+/** Middleware: 401 with a JSON-RPC error body unless the request carries the bearer token. */
+function bearerAuth(token: string): MiddlewareHandler {
+  const expected = new TextEncoder().encode(`Bearer ${token}`);
+  return async (c, next) => {
+    const given = new TextEncoder().encode(c.req.header("authorization") ?? "");
+    if (given.length === expected.length && timingSafeEqual(given, expected)) {
+      await next();
+      return;
+    }
+    return c.json(
+      { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized: missing or wrong bearer token" } },
+      401,
+      { "WWW-Authenticate": 'Bearer realm="mcp"' },
+    );
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * Serves the test-gate over Streamable HTTP at `http://HOST:PORT/mcp`, under Bun, Deno or
+ * Node (via tsx). The first line on stdout is `listening on http://HOST:PORT/mcp`.
+ *
+ *   bun servers/test-gate/main.ts --cmd "bun test" --cwd ./my-project
+ *   deno run --allow-net --allow-env --allow-read --allow-run servers/test-gate/main.ts
+ *   npx tsx servers/test-gate/main.ts
+ *
+ * Options: `--host` (`HOST`, default 127.0.0.1), `--port` (`PORT`, default 0 = any free port),
+ * `--token` (`HOOK_SERVER_TOKEN`: require `Authorization: Bearer <token>`), `--cmd`
+ * (`TEST_GATE_CMD`, default `bun test`), `--cwd` (`TEST_GATE_CWD`, default the current folder),
+ * `--timeout` (`TEST_GATE_TIMEOUT_SECS`, default 600).
+ * The serving code below is repeated in servers/todo-enforcer/main.ts on purpose: each server
+ * folder can be copied alone.
+ * @module
+ */
+import process from "node:process";
+import { parseArgs } from "node:util";
+import { createApp } from "./app.ts";
+import { type GateOptions, TestGate } from "./gate.ts";
+import { GATE_FLAGS, GATE_USAGE, gateOptions } from "./options.ts";
+
+const USAGE = `Usage: main.ts [--host HOST] [--port PORT] [--token TOKEN] [--cmd CMD] [--cwd DIR] [--timeout SECS]
+  --host     address to bind (env HOST, default 127.0.0.1)
+  --port     port to bind, 0 = any free port (env PORT, default 0)
+  --token    require "Authorization: Bearer TOKEN" on /mcp (env HOOK_SERVER_TOKEN)
+${GATE_USAGE}`;
+
+/** The HTTP options shared by both example servers, from flags first, then the environment. */
+interface HttpOptions {
+  host: string;
+  port: number;
+  token?: string;
+  gate: GateOptions;
+}
+
+function parseHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
+  const { values } = parseArgs({
+    args,
+    options: { host: { type: "string" }, port: { type: "string" }, token: { type: "string" }, help: { type: "boolean" }, ...GATE_FLAGS },
+  });
+  if (values.help === true) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const host = values.host ?? (env.HOST || "127.0.0.1");
+  const portText = values.port ?? (env.PORT || "0");
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) throw new Error(`Invalid port "${portText}": expected a whole number from 0 to 65535`);
+  const token = values.token ?? (env.HOOK_SERVER_TOKEN || undefined);
+  return { host, port, ...(token === undefined || token === "" ? {} : { token }), gate: gateOptions(values, env) };
+}
+
+/** A bound HTTP server: the port it got, and how to stop it. */
+interface Listener {
+  port: number;
+  close(): Promise<void>;
+}
+
+type FetchHandler = (request: Request) => Response | Promise<Response>;
+
+/** Just the parts of the Bun and Deno globals used here, so this file type-checks anywhere. */
+interface RuntimeGlobals {
+  Bun?: {
+    serve(options: { fetch: FetchHandler; hostname: string; port: number; idleTimeout: number }): {
+      port: number;
+      stop(closeActive: boolean): unknown;
+    };
+  };
+  Deno?: {
+    serve(
+      options: { hostname: string; port: number; onListen(): void },
+      handler: FetchHandler,
+    ): { addr: { port: number }; shutdown(): Promise<void> };
+  };
+}
+
+/**
+ * Serves `fetch` with the runtime's own server: `Bun.serve`, `Deno.serve`, or
+ * `@hono/node-server` under Node (imported only there, so Bun and Deno users need not install it).
+ */
+async function listen(fetch: FetchHandler, hostname: string, port: number): Promise<Listener> {
+  const { Bun, Deno } = globalThis as RuntimeGlobals;
+  if (Bun !== undefined) {
+    // idleTimeout 0: a tool call may legitimately take minutes before its response starts.
+    const server = Bun.serve({ fetch, hostname, port, idleTimeout: 0 });
+    return { port: server.port, close: async () => void (await server.stop(true)) };
+  }
+  if (Deno !== undefined) {
+    const server = Deno.serve({ hostname, port, onListen() {} }, fetch); // onListen: keep stdout ours
+    return { port: server.addr.port, close: () => server.shutdown() };
+  }
+  const { serve } = await import("@hono/node-server");
+  return await new Promise((resolve, reject) => {
+    const server = serve({ fetch, hostname, port }, (info) =>
+      resolve({ port: info.port, close: () => new Promise((done) => server.close(() => done())) }),
+    );
+    server.once("error", reject);
+  });
+}
+
+async function main(): Promise<void> {
+  let options: HttpOptions;
+  try {
+    options = parseHttpOptions(process.argv.slice(2), process.env);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+  const gate = new TestGate(options.gate);
+  const app = createApp({ gate, host: options.host, ...(options.token === undefined ? {} : { token: options.token }) });
+  let listener: Listener;
+  try {
+    listener = await listen((request) => app.fetch(request), options.host, options.port);
+  } catch (error) {
+    console.error(`Cannot listen on "${options.host}:${options.port}": ${(error as Error).message}`);
+    process.exit(1);
+  }
+  const urlHost = options.host.includes(":") ? `[${options.host}]` : options.host;
+  console.log(`listening on http://${urlHost}:${listener.port}/mcp`);
+
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    gate.close(); // kill a test run in progress, with its whole process group
+    // Give in-flight requests a moment, but never hang on a stuck connection.
+    await Promise.race([listener.close(), new Promise((done) => setTimeout(done, 2000))]);
+    process.exit(0);
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+}
+
+await main();
