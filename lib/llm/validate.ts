@@ -1,0 +1,270 @@
+/**
+ * What the real LLM APIs reject, as checks on a request body: used by the fake LLM server of
+ * `lib/testing.ts` (which answers 400 like the real API) and by tests asserting that every
+ * request the agent sent was valid (SPEC section 6, "History invariants").
+ *
+ * Messages quote the APIs' own error texts where they are known (as reported in public issue
+ * threads: anthropics/claude-code#5989, #23440, #40075, #37; BerriAI/litellm#23510;
+ * lobehub/lobehub#1601, #1496; vercel/ai#5171; FoundationAgents/OpenManus#23; QwenLM/qwen-code#606;
+ * mcp-use/mcp-use#90; alibaba/spring-ai-alibaba#4576). Where the exact text is not public the
+ * message is ours and says so with the prefix `(fake)`.
+ * @module
+ */
+
+/** The tool-name pattern both APIs accept (SPEC section 5.1). */
+export const TOOL_NAME_PATTERN: RegExp = /^[a-zA-Z0-9_-]{1,64}$/;
+/** The longest tool-call id some OpenAI models accept. */
+export const OPENAI_MAX_TOOL_CALL_ID = 40;
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function schemaProblems(schema: unknown, where: string, anthropic: boolean, name: string): string[] {
+  if (!isObj(schema)) {
+    return [anthropic ? `${where}: Input should be a valid dictionary` : `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "None"'.`];
+  }
+  for (const key of ["anyOf", "oneOf", "allOf"]) {
+    if (key in schema) {
+      return [anthropic
+        ? `${where}: input_schema does not support oneOf, allOf, or anyOf at the top level`
+        : `Invalid schema for function '${name}': (fake) '${key}' is not supported at the top level of the schema`];
+    }
+  }
+  if (schema["type"] !== "object") {
+    const got = typeof schema["type"] === "string" ? schema["type"] : "None";
+    return [anthropic ? `${where}.type: Input should be 'object'` : `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "${got}"'.`];
+  }
+  return [];
+}
+
+function textProblem(text: unknown): string | undefined {
+  if (typeof text !== "string") return "messages: text content blocks must be non-empty";
+  if (text === "") return "messages: text content blocks must be non-empty";
+  if (text.trim() === "") return "messages: text content blocks must contain non-whitespace text";
+  return undefined;
+}
+
+/**
+ * Checks a Messages API request body. Returns the problems the real API would report
+ * (empty when the request is valid).
+ * @example validateAnthropicRequest({model: "m", max_tokens: 10, messages: []}) // ["messages: at least one message is required"]
+ */
+export function validateAnthropicRequest(body: unknown): string[] {
+  if (!isObj(body)) return ["(fake) the request body must be a JSON object"];
+  const problems: string[] = [];
+  if (typeof body["model"] !== "string" || body["model"] === "") problems.push("model: Field required");
+  if (!Number.isInteger(body["max_tokens"]) || (body["max_tokens"] as number) < 1) {
+    problems.push("max_tokens: Field required (an integer of at least 1)");
+  }
+  const tools = body["tools"] === undefined ? [] : body["tools"];
+  if (!Array.isArray(tools)) problems.push("tools: Input should be a valid list");
+  else {
+    const names = new Set<string>();
+    tools.forEach((tool: unknown, i) => {
+      const t = isObj(tool) ? tool : {};
+      const name = t["name"];
+      if (typeof name !== "string" || !TOOL_NAME_PATTERN.test(name)) {
+        problems.push(`tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
+      } else if (names.has(name)) problems.push("tools: Tool names must be unique.");
+      else names.add(name);
+      problems.push(...schemaProblems(t["input_schema"], `tools.${i}.custom.input_schema`, true, String(name)));
+    });
+  }
+  const hasTools = Array.isArray(tools) && tools.length > 0;
+  const messages = body["messages"];
+  if (!Array.isArray(messages)) return [...problems, "messages: Field required"];
+  if (messages.length === 0) return [...problems, "messages: at least one message is required"];
+  const seenIds = new Set<string>();
+  let previousToolUses: string[] = [];
+  messages.forEach((message: unknown, i) => {
+    const m = isObj(message) ? message : {};
+    const role = m["role"];
+    if (role !== "user" && role !== "assistant") {
+      problems.push(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+      return;
+    }
+    if (i === 0 && role !== "user") problems.push('messages: first message must use the "user" role');
+    const prior = i > 0 && isObj(messages[i - 1]) ? (messages[i - 1] as Obj)["role"] : undefined;
+    if (prior === role) {
+      problems.push(`messages: roles must alternate between "user" and "assistant", but found multiple "${role}" roles in a row`);
+    }
+    const content = typeof m["content"] === "string" ? [{ type: "text", text: m["content"] }] : m["content"];
+    if (!Array.isArray(content)) {
+      problems.push(`messages.${i}.content: Input should be a valid list`);
+      previousToolUses = [];
+      return;
+    }
+    if (content.length === 0 && !(role === "assistant" && i === messages.length - 1)) {
+      problems.push(`messages.${i}: all messages must have non-empty content except for the optional final assistant message`);
+    }
+    const toolUses: string[] = [];
+    const results: string[] = [];
+    let seenNonResult = false;
+    content.forEach((block: unknown, j) => {
+      const b = isObj(block) ? block : {};
+      const type = b["type"];
+      if (type === "text") {
+        const p = textProblem(b["text"]);
+        if (p !== undefined) problems.push(p);
+      }
+      if ((type === "tool_use" || type === "tool_result") && !hasTools) {
+        problems.push(`messages.${i}.content.${j}: Requests which include \`tool_use\` or \`tool_result\` blocks must define tools.`);
+      }
+      if (type === "tool_use") {
+        if (role !== "assistant") problems.push(`messages.${i}.content.${j}: (fake) \`tool_use\` blocks may only appear in assistant messages`);
+        const id = String(b["id"] ?? "");
+        if (seenIds.has(id)) problems.push(`messages.${i}.content.${j}: \`tool_use\` ids must be unique`);
+        seenIds.add(id);
+        toolUses.push(id);
+        if (typeof b["name"] !== "string" || !TOOL_NAME_PATTERN.test(b["name"])) {
+          problems.push(`messages.${i}.content.${j}.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
+        }
+        if (!isObj(b["input"])) problems.push(`messages.${i}.content.${j}.input: Input should be a valid dictionary`);
+      }
+      if (type === "tool_result") {
+        if (role !== "user") problems.push(`messages.${i}.content.${j}: (fake) \`tool_result\` blocks may only appear in user messages`);
+        const id = String(b["tool_use_id"] ?? "");
+        if (!previousToolUses.includes(id) || results.includes(id)) {
+          problems.push(
+            `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
+          );
+        }
+        if (seenNonResult && previousToolUses.length > 0) {
+          problems.push(
+            `messages.${i}: Did not find ${previousToolUses.length} \`tool_result\` block(s) at the beginning of this message. Messages following \`tool_use\` blocks must begin with a matching number of \`tool_result\` blocks.`,
+          );
+        }
+        results.push(id);
+        const inner = typeof b["content"] === "string" ? [{ type: "text", text: b["content"] }] : b["content"];
+        if (Array.isArray(inner)) {
+          for (const c of inner) {
+            if (isObj(c) && c["type"] === "text") {
+              const p = textProblem(c["text"]);
+              if (p !== undefined) problems.push(p);
+            }
+          }
+        }
+      } else seenNonResult = true;
+    });
+    if (previousToolUses.length > 0) {
+      const missing = previousToolUses.filter((id) => !results.includes(id));
+      if (missing.length > 0) {
+        problems.push(
+          `messages.${i - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+        );
+      }
+    }
+    previousToolUses = toolUses;
+  });
+  if (previousToolUses.length > 0) {
+    problems.push(
+      `messages.${messages.length - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${previousToolUses.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+    );
+  }
+  return [...new Set(problems)];
+}
+
+/**
+ * Checks a Chat Completions request body. Returns the problems the real API would report
+ * (empty when the request is valid).
+ */
+export function validateOpenAiRequest(body: unknown): string[] {
+  if (!isObj(body)) return ["(fake) the request body must be a JSON object"];
+  const problems: string[] = [];
+  if (typeof body["model"] !== "string" || body["model"] === "") problems.push("you must provide a model parameter");
+  const tools = body["tools"] === undefined ? [] : body["tools"];
+  if (!Array.isArray(tools)) problems.push("Invalid type for 'tools': expected an array");
+  else {
+    tools.forEach((tool: unknown, i) => {
+      const t = isObj(tool) ? tool : {};
+      const fn = isObj(t["function"]) ? t["function"] : {};
+      const name = fn["name"];
+      if (t["type"] !== "function") problems.push(`Invalid value for 'tools[${i}].type': expected 'function'`);
+      if (typeof name === "string" && name.length > 64) {
+        problems.push(`Invalid 'tools[${i}].function.name': string too long. Expected a string with maximum length 64, but got a string with length ${name.length} instead.`);
+      } else if (typeof name !== "string" || !TOOL_NAME_PATTERN.test(name)) {
+        problems.push(`Invalid 'tools[${i}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`);
+      }
+      if (fn["parameters"] !== undefined) problems.push(...schemaProblems(fn["parameters"], "", false, String(name)));
+    });
+  }
+  const messages = body["messages"];
+  if (!Array.isArray(messages)) return [...problems, "Missing required parameter: 'messages'."];
+  if (messages.length === 0) return [...problems, "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."];
+  let open: string[] = []; // calls of the last assistant message still waiting for a tool message
+  let answered: string[] = [];
+  let inToolRun = false;
+  const closeRun = () => {
+    if (open.length > 0) {
+      problems.push(
+        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(", ")}`,
+      );
+    }
+    open = [];
+    answered = [];
+    inToolRun = false;
+  };
+  messages.forEach((message: unknown, i) => {
+    const m = isObj(message) ? message : {};
+    const role = m["role"];
+    if (!["system", "developer", "user", "assistant", "tool"].includes(role as string)) {
+      problems.push(`Invalid value: '${String(role)}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`);
+      return;
+    }
+    if (role === "tool") {
+      if (!inToolRun) {
+        problems.push("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.");
+        return;
+      }
+      const id = String(m["tool_call_id"] ?? "");
+      if (!open.includes(id)) {
+        problems.push(answered.includes(id)
+          ? `(fake) messages[${i}]: a second 'tool' message answers tool_call_id '${id}'`
+          : `Invalid parameter: 'tool_call_id' of '${id}' not found in 'tool_calls' of previous message.`);
+      } else {
+        open = open.filter((x) => x !== id);
+        answered.push(id);
+      }
+      if (typeof m["content"] !== "string" && !Array.isArray(m["content"])) {
+        problems.push(`Invalid value for 'content': expected a string, got ${m["content"] === null ? "null" : typeof m["content"]}.`);
+      }
+      return;
+    }
+    closeRun();
+    const content = m["content"];
+    if (role === "assistant") {
+      const calls = m["tool_calls"];
+      const hasCalls = Array.isArray(calls) && calls.length > 0;
+      if ((content === null || content === undefined) && !hasCalls) {
+        problems.push("Invalid value for 'content': expected a string, got null.");
+      }
+      if (hasCalls) {
+        const ids = new Set<string>();
+        (calls as unknown[]).forEach((call: unknown, j) => {
+          const c = isObj(call) ? call : {};
+          const fn = isObj(c["function"]) ? c["function"] : {};
+          const id = typeof c["id"] === "string" ? c["id"] : "";
+          if (id.length > OPENAI_MAX_TOOL_CALL_ID) {
+            problems.push(
+              `Invalid 'messages[${i}].tool_calls[${j}].id': string too long. Expected a string with maximum length ${OPENAI_MAX_TOOL_CALL_ID}, but got a string with length ${id.length} instead.`,
+            );
+          }
+          if (ids.has(id)) problems.push(`(fake) messages[${i}].tool_calls[${j}]: duplicate tool call id '${id}'`);
+          ids.add(id);
+          if (typeof fn["name"] !== "string" || !TOOL_NAME_PATTERN.test(fn["name"])) {
+            problems.push(`Invalid 'messages[${i}].tool_calls[${j}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`);
+          }
+          if (typeof fn["arguments"] !== "string") {
+            problems.push(`Invalid type for 'messages[${i}].tool_calls[${j}].function.arguments': expected a string, but got ${fn["arguments"] === null ? "null" : typeof fn["arguments"]} instead.`);
+          }
+        });
+        open = [...ids];
+        inToolRun = true;
+      }
+    } else if (typeof content !== "string" && !Array.isArray(content)) {
+      problems.push(`Invalid value for 'content': expected a string, got ${content === null ? "null" : typeof content}.`);
+    }
+  });
+  closeRun();
+  return [...new Set(problems)];
+}

@@ -1,0 +1,451 @@
+/**
+ * Fakes for hook authors and for our tests (CONVENTIONS lesson 10): a recording fake LLM HTTP
+ * server that speaks both the Anthropic Messages API and the Chat Completions API, streams
+ * SSE like the real ones, and rejects with 400 every request the real API would reject.
+ * Runs under Node, Bun and Deno (`node:http` on 127.0.0.1, a free port).
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { setImmediate } from "node:timers";
+import type { Socket } from "node:net";
+import { validateAnthropicRequest, validateOpenAiRequest } from "./llm/validate.ts";
+
+export { validateAnthropicRequest, validateOpenAiRequest } from "./llm/validate.ts";
+export { createScriptedModel, type ScriptTurn } from "./llm/scripted.ts";
+
+/** How one normal response streams. */
+export interface StreamShape {
+  /** Write every byte of the stream separately. */
+  splitBytes?: boolean;
+  /** End SSE lines with CRLF instead of LF. */
+  crlf?: boolean;
+  /** Wait this long (ms) after the first text delta before sending the rest. */
+  pauseMs?: number;
+}
+
+/** A normal response. `stop` is `end_turn` | `tool_use` | `max_tokens` | `refusal` | `pause_turn`, or a raw wire value. */
+export interface FakeReply extends StreamShape {
+  text?: string;
+  /** `arguments` may be a raw string (sent as is, for invalid-JSON tests). `id` defaults to a generated one. */
+  toolCalls?: { name: string; arguments?: Record<string, unknown> | string; id?: string }[];
+  /** Default `tool_use` with tool calls, else `end_turn`. */
+  stop?: string;
+  /** Default `{inputTokens: 10, outputTokens: 5}`. The cache fields are sent by the Anthropic wire only. */
+  usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheCreationTokens?: number };
+  /** Cut the stream by the length limit in the middle of the last tool call's arguments. */
+  truncateInToolCall?: boolean;
+}
+
+/** An HTTP error: `retryAfter` in seconds (or an HTTP date); `body` replaces the API-style error body. */
+export interface FakeHttpError {
+  status: number;
+  retryAfter?: number | string;
+  retryAfterMs?: number;
+  body?: unknown;
+}
+
+/** An error event in the middle of the stream, after `text` (default `"partial "`) was sent. */
+export interface FakeStreamError {
+  streamError: string;
+  message?: string;
+  text?: string;
+}
+
+/** What the fake answers to one request. */
+export type FakeTurn = FakeReply | FakeHttpError | FakeStreamError | { drop: true };
+
+/** One request the fake received. */
+export interface RecordedRequest {
+  wire: "anthropic" | "openai";
+  path: string;
+  /** The parsed JSON body. */
+  body: Record<string, unknown>;
+  /** Lower-case header names. */
+  headers: Record<string, string>;
+  /** Why it was rejected with 400 (the first problem), when it was. */
+  rejected?: string;
+  /** `Date.now()` when the request arrived. */
+  at: number;
+}
+
+/** Options of {@link startFakeLlm}. */
+export interface FakeLlmOptions {
+  /** Answers in order (rejected requests take none), or a function of the request. */
+  responses: FakeTurn[] | ((request: RecordedRequest, index: number) => FakeTurn);
+  /** Defaults for every normal response. */
+  stream?: StreamShape;
+}
+
+/** A running fake LLM server. */
+export interface FakeLlm {
+  /** `http://127.0.0.1:PORT` */
+  url: string;
+  /** For `ANTHROPIC_BASE_URL`. */
+  anthropicBaseUrl: string;
+  /** For `OPENAI_COMPAT_BASE_URL` (`…/v1`). */
+  openaiBaseUrl: string;
+  /** Every request, in arrival order, rejected ones included. */
+  requests: RecordedRequest[];
+  /** Stops the server and drops open connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the fake on 127.0.0.1 at a free port.
+ * @example
+ * const llm = await startFakeLlm({ responses: [{ toolCalls: [{ name: "fs__read", arguments: { path: "a" } }] }, { text: "done" }] });
+ * // ANTHROPIC_BASE_URL=llm.anthropicBaseUrl … then assert on llm.requests
+ * await llm.close();
+ */
+export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
+  const requests: RecordedRequest[] = [];
+  const sockets = new Set<Socket>();
+  let served = 0;
+  let ids = 0;
+  const next = (request: RecordedRequest): FakeTurn | undefined => {
+    const index = served++;
+    return typeof options.responses === "function" ? options.responses(request, index) : options.responses[index];
+  };
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, { error: { type: "api_error", message: `(fake) ${String(error)}` } });
+      else res.destroy();
+    });
+  });
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const wire = path.endsWith("/v1/messages") ? "anthropic" : path.endsWith("/chat/completions") ? "openai" : undefined;
+    const raw = await readBody(req);
+    if (req.method !== "POST" || wire === undefined) {
+      sendJson(res, 404, { error: { type: "not_found_error", message: `(fake) no route for ${req.method} ${path}` } });
+      return;
+    }
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k.toLowerCase()] = v;
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(raw) as Record<string, unknown>;
+    } catch {
+      body = {};
+    }
+    const recorded: RecordedRequest = { wire, path, body, headers, at: Date.now() };
+    requests.push(recorded);
+    const problems = wire === "anthropic" ? validateAnthropicRequest(body) : validateOpenAiRequest(body);
+    const auth = wire === "anthropic" ? headers["x-api-key"] : headers["authorization"];
+    if (auth === undefined || auth === "") {
+      recorded.rejected = wire === "anthropic" ? "x-api-key header is required" : "You didn't provide an API key.";
+      sendError(res, wire, 401, wire === "anthropic" ? "authentication_error" : "invalid_request_error", recorded.rejected);
+      return;
+    }
+    if (problems.length > 0) {
+      recorded.rejected = problems[0] as string;
+      sendError(res, wire, 400, "invalid_request_error", recorded.rejected);
+      return;
+    }
+    const turn = next(recorded);
+    if (turn === undefined) {
+      recorded.rejected = `(fake) no response left: the fake was given ${Array.isArray(options.responses) ? options.responses.length : "no"} responses`;
+      sendError(res, wire, 500, "api_error", recorded.rejected);
+      return;
+    }
+    if ("drop" in turn) {
+      req.socket.destroy();
+      return;
+    }
+    if ("status" in turn) {
+      const h: Record<string, string> = {};
+      if (turn.retryAfter !== undefined) h["retry-after"] = String(turn.retryAfter);
+      if (turn.retryAfterMs !== undefined) h["retry-after-ms"] = String(turn.retryAfterMs);
+      if (turn.body !== undefined) sendJson(res, turn.status, turn.body, h);
+      else {
+        const [type, message] = defaultError(turn.status);
+        sendError(res, wire, turn.status, type, message, h);
+      }
+      return;
+    }
+    const stream = body["stream"] === true;
+    const shape: StreamShape = { ...options.stream, ...("streamError" in turn ? {} : pickShape(turn)) };
+    if ("streamError" in turn) {
+      await sendStream(res, streamErrorEvents(wire, turn, String(body["model"] ?? "")), shape);
+      return;
+    }
+    const idBase = ++ids;
+    if (!stream) {
+      sendJson(res, 200, wire === "anthropic" ? anthropicJson(turn, body, idBase) : openAiJson(turn, body, idBase));
+      return;
+    }
+    await sendStream(res, wire === "anthropic" ? anthropicEvents(turn, body, idBase) : openAiEvents(turn, body, idBase), shape);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    anthropicBaseUrl: url,
+    openaiBaseUrl: `${url}/v1`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function pickShape(turn: FakeReply): StreamShape {
+  const shape: StreamShape = {};
+  if (turn.splitBytes !== undefined) shape.splitBytes = turn.splitBytes;
+  if (turn.crlf !== undefined) shape.crlf = turn.crlf;
+  if (turn.pauseMs !== undefined) shape.pauseMs = turn.pauseMs;
+  return shape;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Uint8Array[] = [];
+    req.on("data", (c: Uint8Array) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+}
+
+function sendError(
+  res: ServerResponse,
+  wire: "anthropic" | "openai",
+  status: number,
+  type: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  const body = wire === "anthropic"
+    ? { type: "error", error: { type, message }, request_id: "req_fake" }
+    : { error: { message, type, param: null, code: null } };
+  sendJson(res, status, body, headers);
+}
+
+function defaultError(status: number): [string, string] {
+  if (status === 529) return ["overloaded_error", "Overloaded"];
+  if (status === 429) return ["rate_limit_error", "Rate limited"];
+  if (status === 401) return ["authentication_error", "invalid x-api-key"];
+  if (status === 403) return ["permission_error", "Forbidden"];
+  if (status === 404) return ["not_found_error", "Not found"];
+  if (status >= 500) return ["api_error", "Internal server error"];
+  return ["invalid_request_error", "Invalid request"];
+}
+
+/** One piece of a stream: an SSE event, or a pause. */
+type Piece = { event?: string; data: unknown } | { pause: true };
+
+async function sendStream(res: ServerResponse, pieces: Piece[], shape: StreamShape): Promise<void> {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  const eol = shape.crlf === true ? "\r\n" : "\n";
+  for (const piece of pieces) {
+    if ("pause" in piece) {
+      if (shape.pauseMs !== undefined && shape.pauseMs > 0) await new Promise((r) => setTimeout(r, shape.pauseMs));
+      continue;
+    }
+    const data = typeof piece.data === "string" ? piece.data : JSON.stringify(piece.data);
+    const text = `${piece.event === undefined ? "" : `event: ${piece.event}${eol}`}data: ${data}${eol}${eol}`;
+    if (shape.splitBytes === true) {
+      for (const byte of Buffer.from(text, "utf8")) {
+        if (res.destroyed) return;
+        res.write(Buffer.from([byte]));
+        await new Promise((r) => setImmediate(r));
+      }
+    } else res.write(text);
+  }
+  res.end();
+}
+
+function pieces(text: string, n = 3): string[] {
+  if (text === "") return [];
+  const chars = [...text];
+  const size = Math.max(1, Math.ceil(chars.length / n));
+  const out: string[] = [];
+  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""));
+  return out;
+}
+
+function callsOf(turn: FakeReply, idBase: number, prefix: string): { id: string; name: string; json: string }[] {
+  return (turn.toolCalls ?? []).map((c, i) => ({
+    id: c.id ?? `${prefix}${idBase}_${i + 1}`,
+    name: c.name,
+    json: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments ?? {}),
+  }));
+}
+
+function stopOf(turn: FakeReply, wire: "anthropic" | "openai"): string {
+  const neutral = turn.truncateInToolCall === true ? "max_tokens" : turn.stop ?? ((turn.toolCalls?.length ?? 0) > 0 ? "tool_use" : "end_turn");
+  const table: Record<string, [string, string]> = {
+    end_turn: ["end_turn", "stop"],
+    tool_use: ["tool_use", "tool_calls"],
+    max_tokens: ["max_tokens", "length"],
+    refusal: ["refusal", "content_filter"],
+    pause_turn: ["pause_turn", "stop"],
+  };
+  const row = table[neutral];
+  return row === undefined ? neutral : wire === "anthropic" ? row[0] : row[1];
+}
+
+function anthropicUsage(turn: FakeReply): Record<string, number> {
+  const u = turn.usage ?? { inputTokens: 10, outputTokens: 5 };
+  const usage: Record<string, number> = { input_tokens: u.inputTokens, output_tokens: u.outputTokens };
+  if (u.cacheReadTokens !== undefined) usage["cache_read_input_tokens"] = u.cacheReadTokens;
+  if (u.cacheCreationTokens !== undefined) usage["cache_creation_input_tokens"] = u.cacheCreationTokens;
+  return usage;
+}
+
+function anthropicEvents(turn: FakeReply, body: Record<string, unknown>, idBase: number): Piece[] {
+  const usage = anthropicUsage(turn);
+  const out: Piece[] = [{
+    event: "message_start",
+    data: {
+      type: "message_start",
+      message: {
+        id: `msg_fake_${idBase}`,
+        type: "message",
+        role: "assistant",
+        model: body["model"],
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { ...usage, output_tokens: 1 },
+      },
+    },
+  }, { event: "ping", data: { type: "ping" } }];
+  let index = 0;
+  let paused = false;
+  if ((turn.text ?? "") !== "") {
+    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: { type: "text", text: "" } } });
+    for (const piece of pieces(turn.text ?? "")) {
+      out.push({ event: "content_block_delta", data: { type: "content_block_delta", index, delta: { type: "text_delta", text: piece } } });
+      if (!paused) out.push({ pause: true });
+      paused = true;
+    }
+    out.push({ event: "content_block_stop", data: { type: "content_block_stop", index } });
+    index++;
+  }
+  const calls = callsOf(turn, idBase, "toolu_fake_");
+  calls.forEach((call, i) => {
+    const last = i === calls.length - 1;
+    const json = last && turn.truncateInToolCall === true ? call.json.slice(0, Math.max(1, Math.floor(call.json.length / 2))) : call.json;
+    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: { type: "tool_use", id: call.id, name: call.name, input: {} } } });
+    for (const piece of pieces(json)) {
+      out.push({ event: "content_block_delta", data: { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: piece } } });
+    }
+    out.push({ event: "content_block_stop", data: { type: "content_block_stop", index } });
+    index++;
+  });
+  out.push({
+    event: "message_delta",
+    data: { type: "message_delta", delta: { stop_reason: stopOf(turn, "anthropic"), stop_sequence: null }, usage: { output_tokens: usage["output_tokens"] } },
+  });
+  out.push({ event: "message_stop", data: { type: "message_stop" } });
+  return out;
+}
+
+function anthropicJson(turn: FakeReply, body: Record<string, unknown>, idBase: number): Record<string, unknown> {
+  const content: unknown[] = [];
+  if ((turn.text ?? "") !== "") content.push({ type: "text", text: turn.text });
+  for (const call of callsOf(turn, idBase, "toolu_fake_")) {
+    let input: unknown = {};
+    try {
+      input = JSON.parse(call.json);
+    } catch { /* sent as {} */ }
+    content.push({ type: "tool_use", id: call.id, name: call.name, input });
+  }
+  return {
+    id: `msg_fake_${idBase}`,
+    type: "message",
+    role: "assistant",
+    model: body["model"],
+    content,
+    stop_reason: stopOf(turn, "anthropic"),
+    stop_sequence: null,
+    usage: anthropicUsage(turn),
+  };
+}
+
+function openAiUsage(turn: FakeReply): Record<string, number> {
+  const u = turn.usage ?? { inputTokens: 10, outputTokens: 5 };
+  return { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens };
+}
+
+function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idBase: number): Piece[] {
+  const base = { id: `chatcmpl-fake${idBase}`, object: "chat.completion.chunk", created: 0, model: body["model"] };
+  const chunk = (delta: unknown, finish: string | null = null) => ({ data: { ...base, choices: [{ index: 0, delta, finish_reason: finish }] } });
+  const out: Piece[] = [chunk({ role: "assistant", content: "" })];
+  let paused = false;
+  for (const piece of pieces(turn.text ?? "")) {
+    out.push(chunk({ content: piece }));
+    if (!paused) out.push({ pause: true });
+    paused = true;
+  }
+  const calls = callsOf(turn, idBase, "call_fake_");
+  calls.forEach((call, i) => {
+    const last = i === calls.length - 1;
+    const json = last && turn.truncateInToolCall === true ? call.json.slice(0, Math.max(1, Math.floor(call.json.length / 2))) : call.json;
+    out.push(chunk({ tool_calls: [{ index: i, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }));
+    for (const piece of pieces(json)) out.push(chunk({ tool_calls: [{ index: i, function: { arguments: piece } }] }));
+  });
+  out.push(chunk({}, stopOf(turn, "openai")));
+  const includeUsage = (body["stream_options"] as { include_usage?: unknown } | undefined)?.include_usage === true;
+  if (includeUsage) out.push({ data: { ...base, choices: [], usage: openAiUsage(turn) } });
+  out.push({ data: "[DONE]" });
+  return out;
+}
+
+function openAiJson(turn: FakeReply, body: Record<string, unknown>, idBase: number): Record<string, unknown> {
+  const calls = callsOf(turn, idBase, "call_fake_");
+  const message: Record<string, unknown> = { role: "assistant", content: turn.text ?? null };
+  if (calls.length > 0) {
+    message["tool_calls"] = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.json } }));
+  }
+  return {
+    id: `chatcmpl-fake${idBase}`,
+    object: "chat.completion",
+    created: 0,
+    model: body["model"],
+    choices: [{ index: 0, message, finish_reason: stopOf(turn, "openai") }],
+    usage: openAiUsage(turn),
+  };
+}
+
+function streamErrorEvents(wire: "anthropic" | "openai", turn: FakeStreamError, model: string): Piece[] {
+  const text = turn.text ?? "partial ";
+  const message = turn.message ?? (turn.streamError === "overloaded_error" ? "Overloaded" : "Internal server error");
+  if (wire === "anthropic") {
+    return [
+      {
+        event: "message_start",
+        data: { type: "message_start", message: { id: "msg_fake_err", type: "message", role: "assistant", model, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } } },
+      },
+      { event: "content_block_start", data: { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } } },
+      { event: "content_block_delta", data: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } } },
+      { event: "error", data: { type: "error", error: { type: turn.streamError, message } } },
+    ];
+  }
+  const base = { id: "chatcmpl-fakeerr", object: "chat.completion.chunk", created: 0, model };
+  return [
+    { data: { ...base, choices: [{ index: 0, delta: { role: "assistant", content: text }, finish_reason: null }] } },
+    { data: { error: { message, type: turn.streamError, param: null, code: null } } },
+  ];
+}
