@@ -1,0 +1,219 @@
+/**
+ * Hook calls: which servers run a hook (SPEC section 3), concurrent calls with their own
+ * timeouts and the kill on a second consecutive timeout (SPEC section 4), and the history
+ * items that inject hook output (SPEC section 7).
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import { type HookServers, hooksEnabledFor } from "./config.ts";
+import { AgentError } from "./errors.ts";
+import type { AgentEvent, HookOutcome } from "./events.ts";
+import type { CallToolResult, ToolRegistry } from "./mcp/types.ts";
+import { clampUtf8 } from "./mcp/registry-tools.ts";
+import type { HistoryItem } from "./types.ts";
+
+/** Largest hook text kept, in UTF-8 bytes (SPEC section 4.3). */
+export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
+/** Consecutive hook timeouts after which a server is killed (SPEC section 4.4). */
+export const HOOK_TIMEOUTS_BEFORE_KILL = 2;
+/** Longest injected tool-call id before it is shortened with a hash (SPEC section 7). */
+export const MAX_HOOK_ID_LENGTH = 40;
+
+/** The hooks the agent calls. */
+export type HookName = "_Stop" | "_PostCompact";
+
+/** Context sent to hook authors as `_meta["sprout-agent/hook"]` (SPEC section 2.3). */
+export interface HookMeta {
+  round: number;
+  rejectionsUsed: number;
+  rejectionsLeft: number;
+}
+
+/** How one hook call on one server ended. */
+export interface HookResult {
+  server: string;
+  outcome: HookOutcome;
+  /** The objection (or text to inject), capped at 16 KiB; only for `objection`. */
+  text?: string;
+  /** Why the call did not count, for `timeout`, `error` and some `none` outcomes. */
+  message?: string;
+  durationMs: number;
+}
+
+/** Options of {@link HookRunner}. */
+export interface HookRunnerOptions {
+  registry: ToolRegistry;
+  /** `MCP_HOOK_SERVERS`, parsed (SPEC section 3). */
+  allow: HookServers;
+  /** Per hook call, in ms (`SPROUT_AGENT_HOOK_TIMEOUT_MS`, default 2500). */
+  timeoutMs: number;
+  /** Receives a `hook` event per call and a `warning` per call that did not count. */
+  onEvent?: (event: AgentEvent) => void;
+  /** Clock in ms for `durationMs`; default `performance.now`. */
+  now?: () => number;
+}
+
+/**
+ * Runs hooks for one session and keeps each server's consecutive-timeout counter (shared by
+ * all of the server's hooks). A completed call (any result, `isError` included) resets the
+ * counter; a timeout raises it, and at 2 the server is killed through
+ * `registry.killServer` and the counter cleared. A JSON-RPC or transport error neither
+ * resets nor raises it (as the reference implementation does, REFERENCE.md 1.8): an error
+ * proves the server answers, but not that the hook is fast.
+ * @example
+ * const hooks = new HookRunner({ registry, allow: config.hookServers, timeoutMs: 2500 });
+ * const results = await hooks.run("_Stop", { round: 3, rejectionsUsed: 0, rejectionsLeft: 3 });
+ * history.push(...injectionItems("_Stop", results, registry));
+ */
+export class HookRunner {
+  #registry: ToolRegistry;
+  #allow: HookServers;
+  #timeoutMs: number;
+  #onEvent: ((event: AgentEvent) => void) | undefined;
+  #now: () => number;
+  #timeouts = new Map<string, number>();
+
+  constructor(options: HookRunnerOptions) {
+    this.#registry = options.registry;
+    this.#allow = options.allow;
+    this.#timeoutMs = options.timeoutMs;
+    this.#onEvent = options.onEvent;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  /** The servers `hook` would be called on now, in configuration order. */
+  targets(hook: string): string[] {
+    if (this.#allow.kind === "none") return [];
+    return this.#registry.hookServers(hook).filter((server) => hooksEnabledFor(this.#allow, server));
+  }
+
+  /** The current consecutive-timeout count of `server` (0 when none). */
+  consecutiveTimeouts(server: string): number {
+    return this.#timeouts.get(server) ?? 0;
+  }
+
+  /**
+   * Calls `hook` on every enabled, connected server that lists it, concurrently, each
+   * bounded by `timeoutMs` and never cancelled by the session (SPEC section 4.6). Resolves
+   * with one result per server in configuration order once every call has ended; never
+   * throws. Events are emitted in the same order.
+   */
+  async run(hook: HookName, meta: HookMeta): Promise<HookResult[]> {
+    const hookMeta = { event: hook === "_Stop" ? "Stop" : "PostCompact", ...meta };
+    const results = await Promise.all(this.targets(hook).map((server) => this.#callOne(server, hook, hookMeta)));
+    for (const result of results) {
+      const event: Extract<AgentEvent, { type: "hook" }> = {
+        type: "hook",
+        hook,
+        server: result.server,
+        outcome: result.outcome,
+        durationMs: result.durationMs,
+      };
+      if (result.text !== undefined) event.text = result.text;
+      if (result.message !== undefined) event.message = result.message;
+      this.#onEvent?.(event);
+      if (result.message !== undefined) this.#onEvent?.({ type: "warning", message: result.message });
+    }
+    return results;
+  }
+
+  async #callOne(server: string, hook: string, hookMeta: Record<string, unknown>): Promise<HookResult> {
+    const start = this.#now();
+    const done = (fields: Omit<HookResult, "server" | "durationMs">): HookResult => ({
+      server,
+      ...fields,
+      durationMs: Math.round(this.#now() - start),
+    });
+    let result: CallToolResult;
+    try {
+      result = await this.#registry.callHook(server, hook, {
+        timeoutMs: this.#timeoutMs,
+        meta: { "sprout-agent/hook": hookMeta },
+      });
+    } catch (error) {
+      if (error instanceof AgentError && error.code === "timeout") return done(this.#timedOut(server, hook));
+      const detail = error instanceof Error ? error.message : String(error);
+      return done({ outcome: "error", message: `Hook "${hook}" of server "${server}" failed: ${detail}` });
+    }
+    this.#timeouts.set(server, 0);
+    return done(classify(server, hook, result));
+  }
+
+  #timedOut(server: string, hook: string): Omit<HookResult, "server" | "durationMs"> {
+    const count = (this.#timeouts.get(server) ?? 0) + 1;
+    const seconds = Math.round(this.#timeoutMs / 100) / 10;
+    let message = `Hook "${hook}" of server "${server}" timed out after ${seconds} s (${count}/${HOOK_TIMEOUTS_BEFORE_KILL})`;
+    if (count >= HOOK_TIMEOUTS_BEFORE_KILL) {
+      this.#timeouts.delete(server);
+      this.#registry.killServer(server, `hook timed out ${count} times in a row`);
+      message += `; server killed`;
+    } else {
+      this.#timeouts.set(server, count);
+    }
+    return { outcome: "timeout", message };
+  }
+}
+
+/**
+ * What a completed hook result counts as (SPEC section 4.3): non-blank text (text blocks
+ * joined with `\n`, capped at 16 KiB) is an objection; `isError` is an `error`; whitespace-only
+ * text and non-text-only content are `none` with a message (a warning). Empty output (no
+ * content, or only empty strings) is the documented way to say "no objection": `none`, quiet.
+ */
+function classify(server: string, hook: string, result: CallToolResult): Omit<HookResult, "server" | "durationMs"> {
+  const blocks = Array.isArray(result.content) ? result.content : [];
+  const texts = blocks.filter((b): b is { type: "text"; text: string } => b.type === "text" && typeof b.text === "string");
+  const text = texts.map((b) => b.text).join("\n");
+  if (result.isError === true) {
+    const detail = text.trim() === "" ? "no message" : clampUtf8(text.trim(), 1024);
+    return { outcome: "error", message: `Hook "${hook}" of server "${server}" returned an error: ${detail}` };
+  }
+  if (text.trim() !== "") return { outcome: "objection", text: clampUtf8(text, MAX_HOOK_TEXT_BYTES) };
+  if (texts.length < blocks.length) {
+    return { outcome: "none", message: `Hook "${hook}" of server "${server}" returned no text, only other content` };
+  }
+  if (text !== "" && text.trim() === "") {
+    return { outcome: "none", message: `Hook "${hook}" of server "${server}" returned only whitespace` };
+  }
+  return { outcome: "none" };
+}
+
+let injectedCount = 0;
+
+/**
+ * The history items that inject hook output (SPEC section 7): per objecting server, in the
+ * order given, an assistant item with one tool call `{id, name: registry.qualifiedName(server,
+ * hook), arguments: {}}` and empty text, then its tool result whose only text is
+ * `JSON.stringify({hook, server, text})`. The id is `sprout_hook_<hook>_<server>_<n>`, or
+ * `sprout_hook_<12 hex of sha256(hook + "\0" + server)>_<n>` when that exceeds 40 characters;
+ * `n` is unique within the process. Results other than objections are ignored.
+ * @example
+ * injectionItems("_Stop", [{ server: "todo", outcome: "objection", text: "2 open", durationMs: 5 }], registry)
+ * // [{role: "assistant", text: "", toolCalls: [{id: "sprout_hook__Stop_todo_0", name: "todo___Stop", arguments: {}}]},
+ * //  {role: "tool", toolCallId: "sprout_hook__Stop_todo_0", content: [{type: "text", text: '{"hook":"_Stop","server":"todo","text":"2 open"}'}], isError: false}]
+ */
+export function injectionItems(hook: string, results: readonly HookResult[], registry: ToolRegistry): HistoryItem[] {
+  const items: HistoryItem[] = [];
+  for (const result of results) {
+    if (result.outcome !== "objection" || result.text === undefined) continue;
+    const n = injectedCount++;
+    let id = `sprout_hook_${hook}_${result.server}_${n}`;
+    if (id.length > MAX_HOOK_ID_LENGTH) {
+      const hash = createHash("sha256").update(`${hook}\u0000${result.server}`).digest("hex").slice(0, 12);
+      id = `sprout_hook_${hash}_${n}`;
+    }
+    items.push({
+      role: "assistant",
+      text: "",
+      toolCalls: [{ id, name: registry.qualifiedName(result.server, hook), arguments: {} }],
+    });
+    items.push({
+      role: "tool",
+      toolCallId: id,
+      content: [{ type: "text", text: JSON.stringify({ hook, server: result.server, text: result.text }) }],
+      isError: false,
+    });
+  }
+  return items;
+}

@@ -1,0 +1,207 @@
+/**
+ * The pure parts of the tool registry (`registry.ts`): LLM-legal tool names, input schemas
+ * rewritten to object schemas, clamped descriptions and tool results mapped to history
+ * blocks. SPEC sections 5 and 6.7.
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import type { ResultBlock } from "../types.ts";
+import type { CallToolResult, ToolOutcome } from "./types.ts";
+
+/** The tool-name pattern the LLM APIs accept (SPEC section 5.1). */
+export const TOOL_NAME_PATTERN: RegExp = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** Longest description sent to the LLM, in UTF-8 bytes (SPEC section 5.4). */
+export const MAX_DESCRIPTION_BYTES = 1024;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The SHA-256 of `text` in hex. */
+function hashHex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/**
+ * Session-wide table of the names the LLM sees (SPEC section 5.1). A legal qualified name
+ * `<server>__<bare>` is used as is; any other (characters outside `[a-zA-Z0-9_-]`, or longer
+ * than 64) becomes `<server>__<bare with illegal characters as _, cut>_<8 hex of a hash>`.
+ * A name is assigned once per `(server, bare)` and never changes for the session (so it
+ * survives re-listing and restarts); no two pairs ever share a name.
+ * @example
+ * const names = new ToolNames();
+ * names.nameFor("fs", "read") // "fs__read"
+ * names.nameFor("fs", "fs.read/file") // "fs__fs_read_file_1a2b3c4d" (hash varies)
+ */
+export class ToolNames {
+  #byKey = new Map<string, string>();
+  #byName = new Map<string, { server: string; bare: string }>();
+
+  /** The LLM-visible name of `bare` on `server`, assigning one on first use. */
+  nameFor(server: string, bare: string): string {
+    const key = `${server}\u0000${bare}`;
+    const known = this.#byKey.get(key);
+    if (known !== undefined) return known;
+    const plain = `${server}__${bare}`;
+    let name = TOOL_NAME_PATTERN.test(plain) && !this.#byName.has(plain) ? plain : mappedName(server, bare, 0);
+    for (let salt = 1; this.#byName.has(name); salt++) name = mappedName(server, bare, salt);
+    this.#byKey.set(key, name);
+    this.#byName.set(name, { server, bare });
+    return name;
+  }
+
+  /** The `(server, bare)` pair behind an assigned name, or `undefined`. */
+  lookup(name: string): { server: string; bare: string } | undefined {
+    return this.#byName.get(name);
+  }
+}
+
+function mappedName(server: string, bare: string, salt: number): string {
+  const hash = hashHex(`${salt}\u0000${server}\u0000${bare}`).slice(0, 8);
+  const base = `${server}__${bare.replace(/[^a-zA-Z0-9_-]/g, "_")}`.slice(0, 64 - 9);
+  return `${base}_${hash}`;
+}
+
+/**
+ * Cuts `text` to at most `maxBytes` UTF-8 bytes without splitting a character; when it cuts,
+ * the result ends with `marker` (counted in the limit).
+ * @example clampUtf8("ééé", 4, "") // "éé"
+ */
+export function clampUtf8(text: string, maxBytes: number, marker = "\n[truncated]"): string {
+  const bytes = encoder.encode(text);
+  if (bytes.length <= maxBytes) return text;
+  const room = Math.max(0, maxBytes - encoder.encode(marker).length);
+  let end = room;
+  // Step back over UTF-8 continuation bytes (10xxxxxx) so no character is split.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return decoder.decode(bytes.subarray(0, end)) + marker;
+}
+
+/** A tool description for the LLM: `description`, else `title`, clamped to 1024 bytes. */
+export function toolDescription(tool: { description?: unknown; title?: unknown }): string {
+  const raw = typeof tool.description === "string"
+    ? tool.description
+    : typeof tool.title === "string"
+    ? tool.title
+    : "";
+  return clampUtf8(raw, MAX_DESCRIPTION_BYTES);
+}
+
+type Json = Record<string, unknown>;
+
+function isPlainObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+const COMBINATORS = ["anyOf", "oneOf", "allOf"] as const;
+
+/**
+ * Rewrites a tool's `inputSchema` into a JSON Schema with `"type": "object"` at the top
+ * (SPEC section 5.4, CASES C15), or says why it cannot:
+ * - absent → `{type: "object", properties: {}}`;
+ * - `type` missing → `type: "object"` added; `type: ["object", "null"]` → `"object"`;
+ * - a top-level `anyOf`/`oneOf`/`allOf` whose branches are all object schemas → one object
+ *   schema with the branches' properties merged (`required`: the union for `allOf`, the
+ *   intersection for `anyOf`/`oneOf`), the combinator removed;
+ * - anything else (a non-object `type`, a non-object branch, not a JSON object) → `skip`.
+ */
+export function objectSchema(schema: unknown): { schema: Json } | { skip: string } {
+  if (schema === undefined || schema === null) return { schema: { type: "object", properties: {} } };
+  if (!isPlainObject(schema)) return { skip: "its input schema is not a JSON object" };
+  const typeError = nonObjectType(schema.type);
+  if (typeError !== undefined) return { skip: `its input schema has type ${typeError}, not "object"` };
+  const out: Json = { ...schema, type: "object" };
+  const branches: { kind: string; schema: Json }[] = [];
+  for (const kind of COMBINATORS) {
+    const list = schema[kind];
+    if (list === undefined) continue;
+    delete out[kind];
+    if (!Array.isArray(list)) return { skip: `its input schema has a top-level ${kind} that is not a list` };
+    for (const branch of list) {
+      if (!isPlainObject(branch) || nonObjectType(branch.type) !== undefined) {
+        return { skip: `its input schema has a top-level ${kind} with a branch that is not an object schema` };
+      }
+      if (branch.type === undefined && branch.properties === undefined) {
+        return { skip: `its input schema has a top-level ${kind} with a branch that is not an object schema` };
+      }
+      branches.push({ kind, schema: branch });
+    }
+  }
+  if (branches.length === 0) return { schema: out };
+  const properties: Json = isPlainObject(schema.properties) ? { ...schema.properties } : {};
+  for (const { schema: branch } of branches) {
+    if (!isPlainObject(branch.properties)) continue;
+    for (const [key, value] of Object.entries(branch.properties)) if (!(key in properties)) properties[key] = value;
+  }
+  out.properties = properties;
+  const required = new Set(strings(schema.required));
+  const all = branches.filter((b) => b.kind === "allOf");
+  for (const b of all) for (const name of strings(b.schema.required)) required.add(name);
+  const alternatives = branches.filter((b) => b.kind !== "allOf");
+  if (alternatives.length > 0) {
+    const [first, ...rest] = alternatives.map((b) => new Set(strings(b.schema.required)));
+    for (const name of first ?? []) if (rest.every((set) => set.has(name))) required.add(name);
+  }
+  if (required.size > 0) out.required = [...required];
+  else delete out.required;
+  return { schema: out };
+}
+
+/** `undefined` when `type` allows an object, else its JSON text. */
+function nonObjectType(type: unknown): string | undefined {
+  if (type === undefined || type === "object") return undefined;
+  if (Array.isArray(type) && type.includes("object")) return undefined;
+  return JSON.stringify(type);
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}
+
+/** Decoded size of base64 `data`, in bytes. */
+function base64Bytes(data: string): number {
+  const clean = data.replace(/[^A-Za-z0-9+/]/g, "");
+  return Math.floor((clean.length * 3) / 4);
+}
+
+/**
+ * Maps an MCP `tools/call` result to the loop's {@link ToolOutcome} (SPEC section 6.7): text
+ * blocks stay text, images stay images, audio becomes `[audio: <mime>, <n> bytes]`, a
+ * resource link `[resource: <uri>]`, an embedded resource its text or `[resource: <uri>]`,
+ * anything else `[<type> content]`. Empty content stays empty (the loop adds `(no output)`);
+ * when there is no content but `structuredContent`, its JSON is the text.
+ */
+export function toolOutcome(result: CallToolResult): ToolOutcome {
+  const content: ResultBlock[] = [];
+  const blocks: unknown[] = Array.isArray(result.content) ? result.content : [];
+  for (const raw of blocks) {
+    if (!isPlainObject(raw)) continue;
+    const text = (t: string) => content.push({ type: "text", text: t });
+    switch (raw.type) {
+      case "text":
+        text(typeof raw.text === "string" ? raw.text : "");
+        break;
+      case "image":
+        content.push({ type: "image", mimeType: String(raw.mimeType ?? "image/png"), data: String(raw.data ?? "") });
+        break;
+      case "audio":
+        text(`[audio: ${String(raw.mimeType ?? "unknown")}, ${base64Bytes(String(raw.data ?? ""))} bytes]`);
+        break;
+      case "resource_link":
+        text(`[resource: ${String(raw.uri ?? "")}]`);
+        break;
+      case "resource": {
+        const resource = isPlainObject(raw.resource) ? raw.resource : {};
+        text(typeof resource.text === "string" ? resource.text : `[resource: ${String(resource.uri ?? "")}]`);
+        break;
+      }
+      default:
+        text(`[${String(raw.type)} content]`);
+    }
+  }
+  if (content.length === 0 && result.structuredContent !== undefined) {
+    content.push({ type: "text", text: JSON.stringify(result.structuredContent) });
+  }
+  return { content, isError: result.isError === true };
+}
