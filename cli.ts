@@ -141,7 +141,11 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
         }
         case "hook":
           if (e.outcome === "objection") {
-            line(out.yellow(`⟲ ${e.hook} objection from ${e.server}: ${firstLine(e.text ?? "")}`));
+            // The first line, then up to 8 more lines of the objection, indented.
+            const [first = "", ...more] = (e.text ?? "").trim().split("\n").filter((l) => l.trim() !== "");
+            line(out.yellow(`⟲ ${e.hook} objection from ${e.server}: ${first}`));
+            for (const l of more.slice(0, 8)) line(out.dim(`    ${l.length > 160 ? `${l.slice(0, 159)}…` : l}`));
+            if (more.length > 8) line(out.dim(`    … ${more.length - 8} more lines`));
           }
           break;
         case "compaction":

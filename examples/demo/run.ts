@@ -1,0 +1,108 @@
+/**
+ * `npm run demo`: sprout-agent fixes a real bug while two hook servers steer it.
+ *
+ * 1. Copies examples/demo/project (a stats module with one bug and a failing `bun test`) to a
+ *    temporary folder.
+ * 2. Starts servers/todo-enforcer over Streamable HTTP.
+ * 3. Runs `cli.ts run` with three MCP servers: todo-enforcer (HTTP), servers/test-gate (stdio,
+ *    running the copy's real tests with `bun test`) and the third-party
+ *    @modelcontextprotocol/server-filesystem rooted at the copy. MCP_HOOK_SERVERS enables the
+ *    two hook servers.
+ * 4. Prints the objections the hooks made and checks that the copy's tests really pass now.
+ *
+ * With no model configured it uses the scripted model (examples/demo/script.json). Set
+ * SPROUT_AGENT_PROVIDER=anthropic (with ANTHROPIC_API_KEY and ANTHROPIC_MODEL) or
+ * SPROUT_AGENT_PROVIDER=openai (with OPENAI_COMPAT_*) to run the same task with a real model.
+ * Exit status: 0 when the agent ended and the copied project's tests pass, 1 otherwise.
+ * @module
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { createInterface } from "node:readline";
+
+const root = new URL("../../", import.meta.url).pathname;
+const bin = (name: string) => join(root, "node_modules/.bin", name);
+const tsx = join(root, "node_modules/tsx/dist/loader.mjs");
+const TASK = "The test suite of this project fails. Make the test suite pass.";
+
+function startTodoServer(): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ["--import", tsx, join(root, "servers/todo-enforcer/main.ts"), "--port", "0"], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    const timer = setTimeout(() => reject(new Error("Cannot start todo-enforcer: no \"listening on\" line within 20 s")), 20_000);
+    lines.once("line", (line) => {
+      clearTimeout(timer);
+      const url = line.replace(/^listening on /, "").trim();
+      resolve({ url, stop: () => child.kill("SIGTERM") });
+    });
+    child.once("exit", (code) => reject(new Error(`Cannot start todo-enforcer: exited with code ${code}`)));
+  });
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const dir = mkdtempSync(join(tmpdir(), "sprout-demo-"));
+  const project = join(dir, "project");
+  cpSync(join(root, "examples/demo/project"), project, { recursive: true });
+  console.log(`sprout-agent demo: fixing ${project}\n`);
+
+  const todo = await startTodoServer();
+  try {
+    const config = join(dir, "mcp.json");
+    writeFileSync(config, JSON.stringify({
+      mcpServers: {
+        todo: { type: "http", url: todo.url },
+        tests: {
+          command: process.execPath,
+          args: ["--import", tsx, join(root, "servers/test-gate/stdio.ts"), "--cmd", `${bin("bun")} test`, "--cwd", project],
+        },
+        fs: {
+          command: process.execPath,
+          args: [join(root, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), project],
+        },
+      },
+    }, null, 2));
+
+    const env: Record<string, string | undefined> = { ...process.env, MCP_HOOK_SERVERS: "todo,tests", DEMO_DIR: project };
+    if ((env["SPROUT_AGENT_PROVIDER"] ?? "") === "") {
+      env["SPROUT_AGENT_PROVIDER"] = "scripted";
+      env["SPROUT_AGENT_SCRIPT"] = join(root, "examples/demo/script.json");
+      console.log("(no model configured: using the scripted model, examples/demo/script.json)\n");
+    }
+    const agent = spawn(process.execPath, ["--import", tsx, join(root, "cli.ts"), "run", "--mcp-config", config, TASK], {
+      cwd: project,
+      env,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const objections: string[] = [];
+    createInterface({ input: agent.stdout! }).on("line", (line) => {
+      console.log(line);
+      if (line.includes("objection from")) objections.push(line.replace(/^.*?⟲ /, ""));
+    });
+    const code = await new Promise<number | null>((resolve) => agent.on("close", resolve));
+
+    console.log("\n--- demo summary ---");
+    console.log(`agent exit status: ${code}`);
+    console.log(`hook objections (${objections.length}):`);
+    for (const o of objections) console.log(`  ${o}`);
+    const check = spawnSync(bin("bun"), ["test"], { cwd: project, encoding: "utf8" });
+    const passed = check.status === 0;
+    const counts = `${check.stdout}\n${check.stderr}`.match(/(\d+) pass[\s\S]*?(\d+) fail/);
+    console.log(`tests in the copied project: ${passed ? "PASS" : "FAIL"}${counts ? ` (${counts[1]} pass, ${counts[2]} fail)` : ""}`);
+    console.log(`wall time: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return code === 0 && passed ? 0 : 1;
+  } finally {
+    todo.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then((code) => process.exit(code), (error: unknown) => {
+  console.error(`demo: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});
