@@ -241,7 +241,7 @@ class Connection implements McpConnection {
       try {
         const result = await this.#peer.request("server/discover", { _meta: this.#meta(undefined, version) }, {
           timeoutMs,
-          timeoutMessage: this.#initTimeoutMessage(),
+          timeoutMessage: () => this.#initTimeoutMessage(),
         });
         const discover = asObject(result);
         const supported = discover?.supportedVersions;
@@ -310,7 +310,7 @@ class Connection implements McpConnection {
         capabilities: {},
         clientInfo: this.#options.clientInfo ?? DEFAULT_CLIENT_INFO,
         _meta: this.#meta(),
-      }, { timeoutMs: this.#remaining(deadline), timeoutMessage: this.#initTimeoutMessage() }),
+      }, { timeoutMs: this.#remaining(deadline), timeoutMessage: () => this.#initTimeoutMessage() }),
     );
     const version = result?.protocolVersion;
     if (typeof version !== "string" || !(LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {

@@ -71,8 +71,11 @@ export interface JsonRpcPeerOptions {
 export interface PeerRequestOptions {
   /** Rejects with `AgentError` code `timeout` after this many milliseconds. */
   timeoutMs?: number;
-  /** The timeout's message; default `Request "<method>" to <label> timed out after N s`. */
-  timeoutMessage?: string;
+  /**
+   * The timeout's message (a function is called when the timeout fires); default
+   * `Request "<method>" to <label> timed out after N s`.
+   */
+  timeoutMessage?: string | (() => string);
   /** Aborting rejects with an `AbortError`. */
   signal?: AbortSignal;
 }
@@ -139,9 +142,12 @@ export class JsonRpcPeer {
       this.#pending.set(id, { method, resolve, reject, controller, cleanup });
       if (options.timeoutMs !== undefined) {
         const seconds = formatSeconds(options.timeoutMs);
-        const message = options.timeoutMessage ??
-          `Request "${method}" to ${this.#options.label} timed out after ${seconds} s`;
-        timer = setTimeout(() => abandon(new AgentError("timeout", message), "timeout"), options.timeoutMs);
+        const custom = options.timeoutMessage;
+        const message = () =>
+          typeof custom === "function"
+            ? custom()
+            : custom ?? `Request "${method}" to ${this.#options.label} timed out after ${seconds} s`;
+        timer = setTimeout(() => abandon(new AgentError("timeout", message()), "timeout"), options.timeoutMs);
       }
       options.signal?.addEventListener("abort", onAbort, { once: true });
       const message: JsonRpcMessage = { jsonrpc: "2.0", id, method, params };
