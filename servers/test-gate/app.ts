@@ -15,9 +15,9 @@
  * @module
  */
 import { timingSafeEqual } from "node:crypto";
-import { createMcpHonoApp } from "@modelcontextprotocol/hono";
+import { hostHeaderValidation, localhostHostValidation, localhostOriginValidation } from "@modelcontextprotocol/hono";
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
-import type { Hono, MiddlewareHandler } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import * as z from "zod";
 import { runSummary, TestGate } from "./gate.ts";
 
@@ -63,9 +63,6 @@ export function createMcpServer(gate: TestGate): McpServer {
   return server;
 }
 
-/** The Hono context variables set by `createMcpHonoApp`'s body parser. */
-export type McpEnv = { Variables: { parsedBody: unknown } };
-
 /** Options of {@link createApp}. */
 export interface AppOptions {
   /** The gate of the project folder (it owns the test command, folder and timeout). */
@@ -91,19 +88,22 @@ export interface AppOptions {
  * const app = createApp({ gate: new TestGate({ command: "bun test", cwd: "." }) });
  * Bun.serve({ fetch: app.fetch, port: 0 });
  */
-export function createApp(options: AppOptions): Hono<McpEnv> {
+export function createApp(options: AppOptions): Hono {
   const { gate } = options;
-  // createMcpHonoApp adds Host/Origin validation for local binds and parses JSON bodies.
-  const app = createMcpHonoApp({
-    host: options.host ?? "127.0.0.1",
-    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
-  }) as unknown as Hono<McpEnv>; // it sets `parsedBody`; its declared type does not say so
+  const app = new Hono();
+  // DNS-rebinding protection: a web page must not reach a local server through a hostile name.
+  const host = options.host ?? "127.0.0.1";
+  const local = ["127.0.0.1", "localhost", "::1"].includes(host);
+  if (options.allowedHosts !== undefined) app.use("*", hostHeaderValidation(options.allowedHosts));
+  else if (local) app.use("*", localhostHostValidation());
+  if (local) app.use("*", localhostOriginValidation());
   // A fresh McpServer per request: a shared instance cannot serve concurrent requests.
   const mcp = createMcpHandler(() => createMcpServer(gate));
 
   app.get("/health", (c) => c.json({ status: "ok", server: SERVER_INFO.name }));
   if (options.token !== undefined) app.use("/mcp", bearerAuth(options.token));
-  app.all("/mcp", (c) => mcp.fetch(c.req.raw, { parsedBody: c.get("parsedBody") }));
+  // The handler reads and checks the body itself (413, -32700 parse errors, 415 …).
+  app.all("/mcp", (c) => mcp.fetch(c.req.raw));
   app.onError((error, c) => {
     console.error(`Cannot answer ${c.req.method} ${c.req.path}: ${error.message}`);
     return c.json({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "Internal error" } }, 500);
