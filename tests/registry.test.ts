@@ -1,5 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import process from "node:process";
 import { createRegistry, type RegistryOptions } from "../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
 import type { ToolDef } from "../lib/types.ts";
@@ -12,6 +13,7 @@ import {
   stdioConfig,
   text,
 } from "./helpers/fake-connection.ts";
+import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 
 const LEGAL = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -479,5 +481,129 @@ describe("registry: start, list changes, restart (SPEC 6.3, 6.10)", () => {
     await registry.close();
     assert.equal(b.connections[0]!.closed, true);
     assert.deepEqual(await registry.listTools(), []);
+  });
+});
+
+function fixture(name: string, mode: string, extra: string[] = []): McpServerConfig {
+  const [command, ...args] = tsCommand(`${repoRoot}tests/fixtures/registry/server.ts`);
+  return { name, transport: { type: "stdio", command: command!, args: [...args, "--mode", mode, ...extra], env: {} } };
+}
+
+async function realRegistry(configs: McpServerConfig[], extra: Partial<RegistryOptions> = {}) {
+  const warnings: string[] = [];
+  const { registry, failures } = await createRegistry(configs, {
+    sessionId: "real",
+    env: process.env,
+    initTimeoutMs: 20_000,
+    onWarning: (m) => warnings.push(m),
+    ...extra,
+  });
+  assert.deepEqual(failures, []);
+  return { registry, warnings };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function gone(pid: number, withinMs: number): Promise<boolean> {
+  const deadline = performance.now() + withinMs;
+  while (performance.now() < deadline) {
+    if (!alive(pid)) return true;
+    await sleep(25);
+  }
+  return !alive(pid);
+}
+
+describe("registry against real SDK stdio servers", () => {
+  test("C13 C15 real server: legal distinct stable names, exact bare name on tools/call, anyOf schema rewritten", async () => {
+    const { registry } = await realRegistry([fixture("fs", "names")]);
+    try {
+      const defs = await registry.listTools();
+      const list = names(defs);
+      assert.equal(list.length, 5);
+      for (const n of list) assert.match(n, LEGAL);
+      assert.equal(new Set(list).size, 5);
+      assert.deepEqual(names(await registry.listTools()), list);
+      const dotted = registry.qualifiedName("fs", "fs.read/file");
+      assert.equal(list[0], dotted);
+      assert.equal(outText(await registry.callTool(dotted, { p: 1 }, call)), 'called fs.read/file {"p":1}');
+      assert.equal(outText(await registry.callTool(list[2]!, {}, call)), `called ${"x".repeat(70)} {}`);
+      const bad = defs.find((d) => d.name === "fs__bad")!;
+      assert.deepEqual(bad.inputSchema, {
+        type: "object",
+        properties: { a: { type: "string" }, b: { type: "number" } },
+      });
+      assert.equal(outText(await registry.callTool("fs__good", { q: "x" }, call)), 'called good {"q":"x"}');
+    } finally {
+      await registry.close();
+    }
+  });
+
+  test("C12 real server: after tools/list_changed the next list has summarize, not search; search is unknown; _Stop is a hook", async () => {
+    const { registry } = await realRegistry([fixture("s", "changes")]);
+    try {
+      assert.deepEqual(names(await registry.listTools()), ["s__search"]);
+      assert.equal(outText(await registry.callTool("s__search", {}, call)), "found");
+      let list: string[] = [];
+      for (let i = 0; i < 100 && !list.includes("s__summarize"); i++) {
+        await sleep(20);
+        list = names(await registry.listTools());
+      }
+      assert.deepEqual(list, ["s__summarize"]);
+      assert.deepEqual(registry.hookServers("_Stop"), ["s"]);
+      assert.equal(outText(await registry.callTool("s__search", {}, call)), "unknown tool: s__search");
+      const stop = await registry.callHook("s", "_Stop", { timeoutMs: 5000, meta: {} });
+      assert.deepEqual(stop.content, [{ type: "text", text: "objection from changes" }]);
+    } finally {
+      await registry.close();
+    }
+  });
+
+  test("C08 real server exiting mid-call fails within 1 s with exit code and stderr, fails fast, then restarts as a new process", async () => {
+    const { registry, warnings } = await realRegistry([fixture("life", "life")], { restartBaseMs: 300 });
+    try {
+      const pid1 = Number(outText(await registry.callTool("life__pid", {}, call)));
+      const started = performance.now();
+      const outcome = await registry.callTool("life__die", {}, { timeoutMs: 60_000 });
+      assert.ok(performance.now() - started < 1000, `${performance.now() - started} ms`);
+      assert.equal(outcome.isError, true);
+      assert.match(outText(outcome), /^Server "life" exited during tool "die" \(exit code 1\)/);
+      assert.match(outText(outcome), /the fixture was told to die/);
+      assert.ok(warnings.some((w) => w.includes('Server "life" exited') && w.includes("told to die")));
+      const fast = performance.now();
+      assert.match(outText(await registry.callTool("life__pid", {}, call)), /^Server "life" is not running/);
+      assert.ok(performance.now() - fast < 100);
+      await sleep(450);
+      const pid2 = Number(outText(await registry.callTool("life__pid", {}, call)));
+      assert.ok(pid2 > 0 && pid2 !== pid1);
+      assert.equal(alive(pid1), false);
+    } finally {
+      await registry.close();
+    }
+  });
+
+  test("a tool timeout kills the real stdio server's process at once", async () => {
+    const { registry } = await realRegistry([fixture("life", "life")]);
+    try {
+      const pid = Number(outText(await registry.callTool("life__pid", {}, call)));
+      const outcome = await registry.callTool("life__sleep", {}, { timeoutMs: 300 });
+      assert.match(outText(outcome), /^Tool "sleep" timed out after 0\.3 s/);
+      assert.ok(await gone(pid, 1000), "the process is gone");
+    } finally {
+      await registry.close();
+    }
+  });
+
+  test("close leaves no server process behind", async () => {
+    const { registry } = await realRegistry([fixture("a", "life"), fixture("b", "life")]);
+    const pids = await Promise.all(["a__pid", "b__pid"].map(async (n) => Number(outText(await registry.callTool(n, {}, call)))));
+    await registry.close();
+    for (const pid of pids) assert.ok(await gone(pid, 2000), `pid ${pid}`);
   });
 });
