@@ -1,11 +1,16 @@
-import { describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
 import { HookRunner, injectionItems, type HookResult } from "../lib/hooks.ts";
 import { parseHookServers } from "../lib/config.ts";
 import type { AgentEvent } from "../lib/events.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
-import type { ToolRegistry } from "../lib/mcp/types.ts";
+import type { McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
 import { FakeRpcError, FakeServer, fakeConnect, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";
+import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 
 const meta = { round: 1, rejectionsUsed: 0, rejectionsLeft: 3 };
 
@@ -321,6 +326,99 @@ describe("hooks: injection (SPEC 7)", () => {
       assert.deepEqual(Object.keys(JSON.parse(body)), ["hook", "server", "text"]);
       assert.equal(JSON.parse(body).text, nasty);
       assert.ok(!body.includes("\n"), "newlines are escaped");
+    } finally {
+      await registry.close();
+    }
+  });
+});
+
+function slowStopFixture(name: string, delays: string, log: string): McpServerConfig {
+  const [command, ...args] = tsCommand(`${repoRoot}tests/fixtures/registry/server.ts`);
+  return {
+    name,
+    transport: {
+      type: "stdio",
+      command: command!,
+      args: [...args, "--mode", "slowstop", "--stop-ms", delays, "--log", log],
+      env: {},
+    },
+  };
+}
+
+function logLines(file: string): string[] {
+  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : [];
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("hooks against real SDK stdio servers (CASES C04)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "sprout-hooks-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function realSetup(configs: McpServerConfig[]) {
+    const { registry, failures } = await createRegistry(configs, {
+      sessionId: "c04",
+      env: process.env,
+      initTimeoutMs: 20_000,
+    });
+    assert.deepEqual(failures, []);
+    const events: AgentEvent[] = [];
+    const hooks = new HookRunner({ registry, allow: parseHookServers("*"), timeoutMs: 2500, onEvent: (e) => events.push(e) });
+    return { registry, hooks, events };
+  }
+
+  test("C04 two hooks that sleep 3 s are cut at 2.5 s, concurrently: one decision in at most 3 s, no objection", async () => {
+    const { registry, hooks } = await realSetup([
+      slowStopFixture("one", "3000", join(dir, "one.log")),
+      slowStopFixture("two", "3000", join(dir, "two.log")),
+    ]);
+    try {
+      const started = performance.now();
+      const results = await hooks.run("_Stop", meta);
+      const elapsed = performance.now() - started;
+      assert.ok(elapsed <= 3000, `decision took ${elapsed} ms`);
+      for (const r of results) {
+        assert.equal(r.outcome, "timeout");
+        assert.ok(r.durationMs >= 2490 && r.durationMs < 2950, `${r.server} waited ${r.durationMs} ms`);
+      }
+      assert.deepEqual(injectionItems("_Stop", results, registry), []);
+    } finally {
+      await registry.close();
+    }
+  });
+
+  test("C04 a timed-out hook's late reply is discarded, the next fast call is read correctly, the second consecutive timeout kills the process", async () => {
+    const log = join(dir, "seq.log");
+    const { registry, hooks } = await realSetup([slowStopFixture("slow", "3000,0,3000,3000", log)]);
+    try {
+      const pid = Number(logLines(log).find((l) => l.startsWith("pid "))?.slice(4));
+      assert.ok(pid > 0);
+      const [first] = await hooks.run("_Stop", meta);
+      assert.equal(first!.outcome, "timeout");
+      assert.ok(first!.durationMs >= 2490 && first!.durationMs < 2950, `${first!.durationMs} ms`);
+      await sleep(700); // the late reply to call 1 arrives now and must be dropped
+      assert.deepEqual(registry.hookServers("_Stop"), ["slow"], "still connected after one timeout");
+      const [second] = await hooks.run("_Stop", meta);
+      assert.deepEqual([second!.outcome, second!.text], ["objection", "objection 2"]);
+      assert.ok(logLines(log).includes("cancelled _Stop 1"), "notifications/cancelled was sent for call 1");
+      assert.equal(hooks.consecutiveTimeouts("slow"), 0);
+      const [third] = await hooks.run("_Stop", meta);
+      assert.equal(third!.outcome, "timeout");
+      assert.ok(alive(pid));
+      const [fourth] = await hooks.run("_Stop", meta);
+      assert.equal(fourth!.outcome, "timeout");
+      assert.match(fourth!.message!, /server killed/);
+      const deadline = performance.now() + 1000;
+      while (alive(pid) && performance.now() < deadline) await sleep(25);
+      assert.equal(alive(pid), false, "the process is gone within 1 s");
+      assert.deepEqual(registry.hookServers("_Stop"), []);
     } finally {
       await registry.close();
     }
