@@ -1,0 +1,547 @@
+/**
+ * The Agent Client Protocol server (SPEC section 11, issue 5): JSON-RPC 2.0, one message per
+ * line, on stdin/stdout. Editors and agent hosts create sessions (`session/new`), send prompts
+ * (`session/prompt`), receive `session/update` notifications while the agent works, and cancel
+ * (`session/cancel`). Each session has its own MCP servers, history, `_Stop` budget and
+ * compaction count; sessions run concurrently. `cli.ts acp` starts it.
+ * @module
+ */
+
+import { readFileSync } from "node:fs";
+import { isAbsolute } from "node:path";
+import process from "node:process";
+import { type Config, loadConfig } from "./config.ts";
+import { AgentError } from "./errors.ts";
+import type { AgentEvent } from "./events.ts";
+import { readLines } from "./lines.ts";
+import { createModel } from "./llm/model.ts";
+import { AgentSession } from "./loop.ts";
+import { MAX_SERVERS, sanitizeServerNames } from "./mcp/config.ts";
+import { createRegistry } from "./mcp/registry.ts";
+import type { McpEra, McpServerConfig, ToolRegistry } from "./mcp/types.ts";
+import { AGENT_NAME, VERSION } from "./version.ts";
+
+/** The ACP protocol version this agent speaks. */
+export const ACP_PROTOCOL_VERSION = 1;
+
+/** JSON-RPC error codes used on the wire. */
+export const RPC_ERRORS = {
+  parse: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  /** Agent failures: the LLM failed after its retries, a server could not start. */
+  agent: -32000,
+} as const;
+
+/** A text sink such as `process.stdout` or `process.stderr`. */
+export interface TextSink {
+  write(chunk: string): unknown;
+  /** Used, when present, to swallow `EPIPE` once the client has gone. */
+  on?(event: "error", listener: (error: Error) => void): unknown;
+}
+
+/** Options of {@link serveAcp}. */
+export interface AcpOptions {
+  /** The environment the configuration is read from (SPEC section 9); usually `process.env`. */
+  env: Record<string, string | undefined>;
+  /** Where client messages arrive: `process.stdin` or any byte stream. */
+  stdin: AsyncIterable<Uint8Array | string>;
+  /** Where protocol messages go, and nothing else: `process.stdout`. */
+  stdout: TextSink;
+  /** Logs and warnings; default `process.stderr`. */
+  stderr?: TextSink;
+  /** Reads the system prompt and script files; default `readFileSync(path, "utf8")`. */
+  readFile?: (path: string) => string;
+  /** For LLM and MCP HTTP requests; default the global `fetch`. */
+  fetch?: typeof fetch;
+  /** Listen for SIGTERM (exit 0) and SIGINT (exit 130); default true. */
+  handleSignals?: boolean;
+  /** Stops the server as SIGTERM would (exit 0). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Serves ACP until stdin ends or SIGTERM arrives; then cancels every session, closes every
+ * MCP server (no orphan processes) and resolves with the exit code.
+ * @returns `0` after stdin EOF or SIGTERM, `130` after SIGINT, `2` when the configuration is
+ *   invalid (the message goes to stderr and stdin is never read)
+ * @example
+ * const code = await serveAcp({ env: process.env, stdin: process.stdin, stdout: process.stdout });
+ */
+export async function serveAcp(options: AcpOptions): Promise<number> {
+  const stderr = options.stderr ?? process.stderr;
+  const readFile = options.readFile ?? ((path: string) => readFileSync(path, "utf8"));
+  let config: Config;
+  try {
+    config = loadConfig(options.env, readFile);
+    createModel(config, { readFile, env: options.env }); // surfaces a missing key or a bad script now
+  } catch (error) {
+    stderr.write(`sprout-agent: ${(error as Error).message}\n`);
+    return 2;
+  }
+  return await new AcpServer(options, config, readFile, stderr).serve();
+}
+
+class RpcError extends Error {
+  readonly code: number;
+  constructor(code: number, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+type Id = string | number | null;
+
+interface SessionState {
+  readonly id: string;
+  readonly agent: AgentSession;
+  readonly registry: ToolRegistry;
+  /** Set while a prompt runs. */
+  controller: AbortController | undefined;
+  running: Promise<void> | undefined;
+}
+
+const invalid = (method: string, detail: string) => new RpcError(RPC_ERRORS.invalidParams, `Invalid params for ${method}: ${detail}`);
+
+class AcpServer {
+  readonly #options: AcpOptions;
+  readonly #config: Config;
+  readonly #readFile: (path: string) => string;
+  readonly #stderr: TextSink;
+  readonly #sessions = new Map<string, SessionState>();
+  /** Requests still being handled (session/new connecting servers, prompts running). */
+  readonly #inflight = new Set<Promise<void>>();
+  readonly #eraCache = new Map<string, McpEra>();
+  readonly #decoder = new TextDecoder("utf-8", { fatal: true });
+  #closing = false;
+  #outClosed = false;
+
+  constructor(options: AcpOptions, config: Config, readFile: (path: string) => string, stderr: TextSink) {
+    this.#options = options;
+    this.#config = config;
+    this.#readFile = readFile;
+    this.#stderr = stderr;
+  }
+
+  async serve(): Promise<number> {
+    this.#options.stdout.on?.("error", () => {
+      this.#outClosed = true;
+    });
+    let stopWith!: (code: number) => void;
+    const stopped = new Promise<number>((resolve) => (stopWith = resolve));
+    const onTerm = () => stopWith(0);
+    const onInt = () => stopWith(130);
+    const handleSignals = this.#options.handleSignals ?? true;
+    if (handleSignals) {
+      process.on("SIGTERM", onTerm);
+      process.on("SIGINT", onInt);
+    }
+    const external = this.#options.signal;
+    external?.addEventListener("abort", onTerm, { once: true });
+    if (external?.aborted) onTerm();
+    const reading = readLines(this.#options.stdin, { maxLineBytes: this.#config.maxLineBytes }, {
+      onLine: (line) => this.#onLine(line),
+      onOversize: () => {
+        this.#log(`skipped a line longer than ${this.#config.maxLineBytes} bytes`);
+        this.#error(null, RPC_ERRORS.invalidRequest, `Invalid request: line longer than ${this.#config.maxLineBytes} bytes (SPROUT_AGENT_MAX_LINE_BYTES), skipped`);
+      },
+      onTrailing: (bytes) => this.#log(`dropped ${bytes} bytes after the last newline at end of input`),
+    }).then(
+      () => 0,
+      (error: unknown) => {
+        this.#log(`Cannot read stdin: ${(error as Error).message}`);
+        return 0;
+      },
+    );
+    const code = await Promise.race([reading, stopped]);
+    try {
+      await this.#shutdown();
+    } finally {
+      if (handleSignals) {
+        process.off("SIGTERM", onTerm);
+        process.off("SIGINT", onInt);
+      }
+      external?.removeEventListener("abort", onTerm);
+    }
+    return code;
+  }
+
+  /** Cancels every prompt, waits (bounded) for them to answer, closes every registry. */
+  async #shutdown(): Promise<void> {
+    this.#closing = true;
+    for (const session of this.#sessions.values()) session.controller?.abort();
+    await withTimeout(Promise.allSettled([...this.#inflight]), 5000);
+    const sessions = [...this.#sessions.values()];
+    this.#sessions.clear();
+    await withTimeout(Promise.allSettled(sessions.map((s) => s.registry.close())), 5000);
+  }
+
+  #log(message: string): void {
+    this.#stderr.write(`sprout-agent acp: ${message}\n`);
+  }
+
+  /** The one writer of stdout: one `write` per message, so lines never interleave. */
+  #send(message: Record<string, unknown>): void {
+    if (this.#outClosed) return;
+    try {
+      this.#options.stdout.write(`${JSON.stringify(message)}\n`);
+    } catch (error) {
+      this.#outClosed = true;
+      this.#log(`Cannot write to stdout: ${(error as Error).message}`);
+    }
+  }
+
+  #error(id: Id, code: number, message: string): void {
+    this.#send({ jsonrpc: "2.0", id, error: { code, message } });
+  }
+
+  #notify(sessionId: string, update: Record<string, unknown>): void {
+    this.#send({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update } });
+  }
+
+  #onLine(bytes: Uint8Array): void {
+    if (this.#closing) return;
+    let text: string;
+    try {
+      text = this.#decoder.decode(bytes);
+    } catch {
+      this.#error(null, RPC_ERRORS.parse, "Parse error: the line is not valid UTF-8");
+      return;
+    }
+    if (text.trim() === "") return;
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch (error) {
+      this.#error(null, RPC_ERRORS.parse, `Parse error: ${(error as Error).message}`);
+      return;
+    }
+    if (typeof message !== "object" || message === null || Array.isArray(message)) {
+      this.#error(null, RPC_ERRORS.invalidRequest, `Invalid request: expected a JSON object${Array.isArray(message) ? " (batches are not supported)" : ""}`);
+      return;
+    }
+    const m = message as Record<string, unknown>;
+    const hasId = "id" in m;
+    const idOk = typeof m["id"] === "string" || typeof m["id"] === "number" || m["id"] === null;
+    const id: Id = hasId && idOk ? (m["id"] as Id) : null;
+    if (hasId && !idOk) {
+      this.#error(null, RPC_ERRORS.invalidRequest, "Invalid request: id must be a string, a number or null");
+      return;
+    }
+    if (m["method"] === undefined && hasId && ("result" in m || "error" in m)) return; // a response: we send no requests
+    if (m["jsonrpc"] !== "2.0") {
+      this.#error(id, RPC_ERRORS.invalidRequest, 'Invalid request: jsonrpc must be "2.0"');
+      return;
+    }
+    if (typeof m["method"] !== "string" || m["method"] === "") {
+      this.#error(id, RPC_ERRORS.invalidRequest, "Invalid request: method must be a non-empty string");
+      return;
+    }
+    const method = m["method"];
+    const params = m["params"] ?? {};
+    if (!hasId) {
+      if (method === "session/cancel") this.#cancel(params, false);
+      return; // other notifications are ignored, as JSON-RPC asks
+    }
+    const task = this.#request(id, method, params).finally(() => this.#inflight.delete(task));
+    this.#inflight.add(task);
+  }
+
+  async #request(id: Id, method: string, params: unknown): Promise<void> {
+    try {
+      if (typeof params !== "object" || params === null || Array.isArray(params)) {
+        throw invalid(method, "params must be an object");
+      }
+      const p = params as Record<string, unknown>;
+      let result: unknown;
+      switch (method) {
+        case "initialize":
+          result = this.#initialize(p);
+          break;
+        case "session/new":
+          result = await this.#newSession(p);
+          break;
+        case "session/prompt":
+          result = await this.#prompt(p);
+          break;
+        case "session/cancel":
+          result = this.#cancel(p, true);
+          break;
+        default:
+          throw new RpcError(RPC_ERRORS.methodNotFound, `Method not found: ${JSON.stringify(method)}`);
+      }
+      this.#send({ jsonrpc: "2.0", id, result });
+    } catch (error) {
+      if (error instanceof RpcError) this.#error(id, error.code, error.message);
+      else if (error instanceof AgentError) this.#error(id, RPC_ERRORS.agent, `${error.code === "llm" ? "llm" : "agent"}: ${error.message}`);
+      else {
+        this.#log(`Internal error in ${method}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+        this.#error(id, RPC_ERRORS.internal, `Internal error: ${(error as Error)?.message ?? String(error)}`);
+      }
+    }
+  }
+
+  #initialize(p: Record<string, unknown>): Record<string, unknown> {
+    const version = p["protocolVersion"];
+    if (typeof version !== "number" || !Number.isInteger(version) || version < 0) {
+      throw invalid("initialize", "protocolVersion must be a whole number");
+    }
+    return {
+      // The client's version when we speak it, else ours: the client decides whether to go on.
+      protocolVersion: version === ACP_PROTOCOL_VERSION ? version : ACP_PROTOCOL_VERSION,
+      agentCapabilities: {
+        loadSession: false,
+        promptCapabilities: { image: false, audio: false, embeddedContext: false },
+        mcpCapabilities: { http: true, sse: false },
+      },
+      authMethods: [],
+      agentInfo: { name: AGENT_NAME, title: "sprout-agent", version: VERSION },
+    };
+  }
+
+  async #newSession(p: Record<string, unknown>): Promise<{ sessionId: string }> {
+    const cwd = p["cwd"];
+    if (typeof cwd !== "string" || cwd === "" || !isAbsolute(cwd)) {
+      throw invalid("session/new", `cwd ${JSON.stringify(cwd ?? null)} must be an absolute path`);
+    }
+    const servers = acpServers(p["mcpServers"] ?? [], cwd);
+    if (this.#closing) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
+    const sessionId = `ses_${randomHex(8)}`;
+    const { registry, failures } = await createRegistry(servers, {
+      sessionId,
+      initTimeoutMs: this.#config.mcpInitTimeoutMs,
+      maxLineBytes: this.#config.maxLineBytes,
+      eraCache: this.#eraCache,
+      cwd,
+      env: this.#options.env,
+      ...(this.#options.fetch === undefined ? {} : { fetch: this.#options.fetch }),
+      onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
+    });
+    if (failures.length > 0 || this.#closing) {
+      await registry.close().catch(() => {});
+      if (failures.length === 0) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
+      const display = (name: string) => servers.find((s) => s.name === name)?.displayName ?? name;
+      throw new RpcError(
+        RPC_ERRORS.agent,
+        failures.map((f) => `Cannot start server ${JSON.stringify(display(f.server))}: ${f.message}`).join("; "),
+      );
+    }
+    const model = createModel(this.#config, {
+      readFile: this.#readFile,
+      env: this.#options.env,
+      ...(this.#options.fetch === undefined ? {} : { fetch: this.#options.fetch }),
+    });
+    const agent = new AgentSession({ config: this.#config, model, registry, id: sessionId });
+    this.#sessions.set(sessionId, { id: sessionId, agent, registry, controller: undefined, running: undefined });
+    return { sessionId };
+  }
+
+  #session(method: string, p: Record<string, unknown>): SessionState {
+    const id = p["sessionId"];
+    if (typeof id !== "string") throw invalid(method, "sessionId must be a string");
+    const session = this.#sessions.get(id);
+    if (session === undefined) throw invalid(method, `unknown session ${JSON.stringify(id)}`);
+    return session;
+  }
+
+  async #prompt(p: Record<string, unknown>): Promise<{ stopReason: string }> {
+    const session = this.#session("session/prompt", p);
+    const text = promptText(p["prompt"]);
+    if (session.controller !== undefined || session.agent.busy) {
+      throw invalid("session/prompt", `prompt already in flight in session ${JSON.stringify(session.id)}`);
+    }
+    if (this.#closing) throw new RpcError(RPC_ERRORS.agent, "Cannot run the prompt: the agent is shutting down");
+    const controller = new AbortController();
+    session.controller = controller;
+    try {
+      const run = session.agent.prompt(text, { signal: controller.signal });
+      for await (const event of run) this.#onEvent(session.id, event);
+      const result = await run.result;
+      return { stopReason: result.stopReason };
+    } finally {
+      session.controller = undefined;
+    }
+  }
+
+  #cancel(params: unknown, isRequest: boolean): null {
+    const p = typeof params === "object" && params !== null ? (params as Record<string, unknown>) : {};
+    try {
+      const session = this.#session("session/cancel", p);
+      session.controller?.abort();
+    } catch (error) {
+      if (isRequest) throw error;
+      this.#log(`Ignored session/cancel: ${(error as Error).message}`);
+    }
+    return null;
+  }
+
+  /** One loop event → at most two `session/update` notifications. Hooks never become tool calls. */
+  #onEvent(sessionId: string, event: AgentEvent): void {
+    switch (event.type) {
+      case "text-delta":
+        if (event.text !== "") {
+          this.#notify(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: event.text } });
+        }
+        return;
+      case "tool-start":
+        this.#notify(sessionId, {
+          sessionUpdate: "tool_call",
+          toolCallId: event.id,
+          title: event.name,
+          kind: "other",
+          status: "pending",
+          rawInput: event.arguments,
+        });
+        this.#notify(sessionId, { sessionUpdate: "tool_call_update", toolCallId: event.id, status: "in_progress" });
+        return;
+      case "tool-end":
+        this.#notify(sessionId, {
+          sessionUpdate: "tool_call_update",
+          toolCallId: event.id,
+          status: event.ok ? "completed" : "failed",
+          content: [{ type: "content", content: { type: "text", text: event.output } }],
+          rawOutput: event.ok
+            ? { isError: false, durationMs: event.durationMs }
+            : { isError: true, error: event.output, durationMs: event.durationMs },
+        });
+        return;
+      case "hook":
+        if (event.outcome === "objection") {
+          const line = oneLine(event.text ?? "");
+          this.#notify(sessionId, {
+            sessionUpdate: "agent_thought_chunk",
+            content: { type: "text", text: `${event.hook} hook ${JSON.stringify(event.server)} objected${line === "" ? "" : `: ${line}`}\n` },
+          });
+        } else if (event.outcome !== "none") {
+          this.#log(`[${sessionId}] ${event.hook} hook "${event.server}": ${event.outcome}${event.message ? ` (${event.message})` : ""}`);
+        }
+        return;
+      case "compaction":
+        this.#notify(sessionId, {
+          sessionUpdate: "agent_thought_chunk",
+          content: {
+            type: "text",
+            text: `Context compacted (${event.mode}): about ${event.beforeTokens} → ${event.afterTokens} tokens\n`,
+          },
+        });
+        return;
+      case "warning":
+        this.#log(`[${sessionId}] warning: ${event.message}`);
+        return;
+      case "round-start":
+        return;
+    }
+  }
+}
+
+/** The first non-blank line of `text`, at most 200 characters. */
+function oneLine(text: string): string {
+  const line = text.split("\n").map((l) => l.trim()).find((l) => l !== "") ?? "";
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+}
+
+function randomHex(bytes: number): string {
+  const data = crypto.getRandomValues(new Uint8Array(bytes));
+  return Array.from(data, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let stop = () => {};
+  const timeout = new Promise<undefined>((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    stop = () => clearTimeout(timer);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    stop();
+  }
+}
+
+/**
+ * A prompt's content blocks → the user text: `text` blocks as they are, `resource_link` blocks
+ * as `[resource: <uri>]` lines; every other type is refused (we advertise none of them).
+ * @throws {RpcError} -32602 naming the field or the block type
+ */
+function promptText(raw: unknown): string {
+  const method = "session/prompt";
+  if (!Array.isArray(raw)) throw invalid(method, "prompt must be an array of content blocks");
+  const parts: string[] = [];
+  raw.forEach((block: unknown, i) => {
+    if (typeof block !== "object" || block === null) throw invalid(method, `prompt[${i}] must be an object`);
+    const b = block as Record<string, unknown>;
+    if (b["type"] === "text") {
+      if (typeof b["text"] !== "string") throw invalid(method, `prompt[${i}].text must be a string`);
+      parts.push(b["text"]);
+    } else if (b["type"] === "resource_link") {
+      if (typeof b["uri"] !== "string" || b["uri"] === "") throw invalid(method, `prompt[${i}].uri must be a non-empty string`);
+      parts.push(`[resource: ${b["uri"]}]`);
+    } else {
+      throw invalid(
+        method,
+        `prompt[${i}] has content type ${JSON.stringify(b["type"] ?? null)}, which is not supported (only text and resource_link)`,
+      );
+    }
+  });
+  const text = parts.join("\n");
+  if (text.trim() === "") throw invalid(method, "prompt has no text");
+  return text;
+}
+
+function pairs(method: string, at: string, raw: unknown): Record<string, string> {
+  if (raw === undefined || raw === null) return {};
+  if (!Array.isArray(raw)) throw invalid(method, `${at} must be an array of {name, value}`);
+  const out: Record<string, string> = {};
+  raw.forEach((item: unknown, i) => {
+    const entry = item as { name?: unknown; value?: unknown } | null;
+    if (typeof entry !== "object" || entry === null || typeof entry.name !== "string" || typeof entry.value !== "string") {
+      throw invalid(method, `${at}[${i}] must be {name: string, value: string}`);
+    }
+    out[entry.name] = entry.value;
+  });
+  return out;
+}
+
+/**
+ * ACP `mcpServers` → server configurations: names sanitised (SPEC section 5.2), stdio servers
+ * run in the session's `cwd`, `sse` refused (we advertise `mcpCapabilities.sse: false`).
+ * @throws {RpcError} -32602 naming the server and the field
+ */
+function acpServers(raw: unknown, cwd: string): McpServerConfig[] {
+  const method = "session/new";
+  if (!Array.isArray(raw)) throw invalid(method, "mcpServers must be an array");
+  if (raw.length > MAX_SERVERS) throw invalid(method, `${raw.length} MCP servers given, at most ${MAX_SERVERS} are allowed`);
+  const entries = raw.map((item: unknown, i) => {
+    if (typeof item !== "object" || item === null || Array.isArray(item)) throw invalid(method, `mcpServers[${i}] must be an object`);
+    const s = item as Record<string, unknown>;
+    if (typeof s["name"] !== "string" || s["name"].trim() === "") throw invalid(method, `mcpServers[${i}].name must be a non-empty string`);
+    return s as Record<string, unknown> & { name: string };
+  });
+  const names = sanitizeServerNames(entries.map((s) => s.name));
+  return entries.map((s, i): McpServerConfig => {
+    const at = `mcpServers[${i}] (${JSON.stringify(s.name)})`;
+    const name = names[i]!;
+    const display = name === s.name ? {} : { displayName: s.name };
+    const type = s["type"] ?? "stdio";
+    if (type === "sse") {
+      throw invalid(method, `${at} uses transport "sse", which sprout-agent does not support (mcpCapabilities.sse is false): use "http"`);
+    }
+    if (type === "http") {
+      const url = s["url"];
+      if (typeof url !== "string" || !URL.canParse(url)) throw invalid(method, `${at}.url must be a valid URL`);
+      return { name, ...display, transport: { type: "http", url, headers: pairs(method, `${at}.headers`, s["headers"]) } };
+    }
+    if (type !== "stdio") throw invalid(method, `${at}.type ${JSON.stringify(type)} is not one of stdio, http`);
+    const command = s["command"];
+    if (typeof command !== "string" || command === "") throw invalid(method, `${at}.command must be a non-empty string`);
+    const args = s["args"] ?? [];
+    if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw invalid(method, `${at}.args must be an array of strings`);
+    return {
+      name,
+      ...display,
+      transport: { type: "stdio", command, args: args as string[], env: pairs(method, `${at}.env`, s["env"]), cwd },
+    };
+  });
+}
