@@ -1,0 +1,140 @@
+/**
+ * Builds a real agent session for tests: the real wire client (Anthropic or Chat Completions)
+ * against the recording fake LLM, and a real registry of fixture MCP servers
+ * (tests/fixtures/agent-server.ts) spawned under the runtime running the test.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { loadConfig } from "../../lib/config.ts";
+import type { AgentEvent, PromptResult } from "../../lib/events.ts";
+import { createModel } from "../../lib/llm/model.ts";
+import { AgentSession } from "../../lib/loop.ts";
+import { createRegistry } from "../../lib/mcp/registry.ts";
+import type { McpServerConfig, ToolRegistry } from "../../lib/mcp/types.ts";
+import { type FakeLlm, type FakeTurn, startFakeLlm } from "../../lib/testing.ts";
+import { repoRoot, tsCommand } from "./runtime.ts";
+
+/** One fixture server: its name and its `FIXTURE_*` environment. */
+export interface FixtureServer {
+  name: string;
+  env?: Record<string, string>;
+}
+
+/** What {@link startSession} returns. */
+export interface TestSession {
+  llm: FakeLlm;
+  session: AgentSession;
+  registry: ToolRegistry;
+  /** Every `tools/call` the fixture servers received: `{server, tool, args, meta}`. */
+  calls(): Array<{ server: string; tool: string; args: unknown; meta: Record<string, unknown> }>;
+  /** Pid file of a server (when `FIXTURE_PID_FILE` was not given, one is made). */
+  pidFile(server: string): string;
+  dir: string;
+  close(): Promise<void>;
+}
+
+/** The argv that starts the fixture server under the current runtime. */
+export function fixtureCommand(): { command: string; args: string[] } {
+  const [command, ...args] = tsCommand(join(repoRoot, "tests/fixtures/agent-server.ts"));
+  return { command: command!, args };
+}
+
+/**
+ * Starts the fake LLM and the fixture servers and builds a session.
+ * @param options.wire which wire client the session uses
+ * @param options.env extra agent environment (`MCP_HOOK_SERVERS`, `SPROUT_AGENT_*`)
+ */
+export async function startSession(options: {
+  wire: "anthropic" | "openai";
+  responses: FakeTurn[];
+  servers?: FixtureServer[];
+  env?: Record<string, string>;
+}): Promise<TestSession> {
+  const dir = mkdtempSync(join(tmpdir(), "sprout-loop-"));
+  const llm = await startFakeLlm({ responses: options.responses });
+  const config = loadConfig(
+    {
+      SPROUT_AGENT_PROVIDER: options.wire,
+      ANTHROPIC_API_KEY: "test-key",
+      ANTHROPIC_MODEL: "claude-test",
+      ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+      OPENAI_COMPAT_API_KEY: "test-key",
+      OPENAI_COMPAT_MODEL: "gpt-test",
+      OPENAI_COMPAT_BASE_URL: llm.openaiBaseUrl,
+      SPROUT_AGENT_LLM_TIMEOUT_SECS: "20",
+      ...options.env,
+    },
+    (p) => readFileSync(p, "utf8"),
+  );
+  const { command, args } = fixtureCommand();
+  const servers: McpServerConfig[] = (options.servers ?? [{ name: "fx" }]).map((s) => ({
+    name: s.name,
+    transport: {
+      type: "stdio",
+      command,
+      args,
+      env: {
+        FIXTURE_LOG: join(dir, `${s.name}.log`),
+        FIXTURE_PID_FILE: join(dir, `${s.name}.pid`),
+        ...s.env,
+      },
+    },
+  }));
+  const sessionId = `test-${Math.random().toString(16).slice(2)}`;
+  const { registry, failures } = await createRegistry(servers, {
+    sessionId,
+    env: process.env,
+    initTimeoutMs: 20_000,
+    maxLineBytes: config.maxLineBytes,
+  });
+  if (failures.length > 0) throw new Error(`fixture servers failed: ${JSON.stringify(failures)}`);
+  const session = new AgentSession({ config, model: createModel(config), registry, id: sessionId });
+  return {
+    llm,
+    session,
+    registry,
+    dir,
+    pidFile: (server) => join(dir, `${server}.pid`),
+    calls() {
+      return servers.flatMap((s) => {
+        let text = "";
+        try {
+          text = readFileSync(join(dir, `${s.name}.log`), "utf8");
+        } catch {
+          return [];
+        }
+        return text.trim().split("\n").filter(Boolean).map((line) => ({ server: s.name, ...JSON.parse(line) }));
+      });
+    },
+    async close() {
+      await registry.close();
+      await llm.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Runs one prompt to its end, collecting its events. */
+export async function runPrompt(
+  session: AgentSession,
+  text: string,
+  signal?: AbortSignal,
+): Promise<{ events: AgentEvent[]; result: PromptResult }> {
+  const run = session.prompt(text, signal === undefined ? {} : { signal });
+  const events: AgentEvent[] = [];
+  for await (const event of run) events.push(event);
+  return { events, result: await run.result };
+}
+
+/** The messages of a recorded request body (Anthropic `messages` or Chat `messages`). */
+export function messagesOf(body: Record<string, unknown>): Array<Record<string, unknown>> {
+  return (body["messages"] as Array<Record<string, unknown>>) ?? [];
+}
+
+/** Tool names a recorded request defines, for either wire. */
+export function toolNamesOf(body: Record<string, unknown>): string[] {
+  const tools = (body["tools"] as Array<Record<string, unknown>> | undefined) ?? [];
+  return tools.map((t) => (t["name"] as string | undefined) ?? ((t["function"] as { name: string }).name));
+}
