@@ -23,6 +23,8 @@ export interface StreamShape {
   crlf?: boolean;
   /** Wait this long (ms) after the first text delta before sending the rest. */
   pauseMs?: number;
+  /** Destroy the connection right after the first text delta (a stream cut mid-way). */
+  cutAfterFirstDelta?: boolean;
 }
 
 /** A normal response. `stop` is `end_turn` | `tool_use` | `max_tokens` | `refusal` | `pause_turn`, or a raw wire value. */
@@ -209,6 +211,7 @@ function pickShape(turn: FakeReply): StreamShape {
   if (turn.splitBytes !== undefined) shape.splitBytes = turn.splitBytes;
   if (turn.crlf !== undefined) shape.crlf = turn.crlf;
   if (turn.pauseMs !== undefined) shape.pauseMs = turn.pauseMs;
+  if (turn.cutAfterFirstDelta !== undefined) shape.cutAfterFirstDelta = turn.cutAfterFirstDelta;
   return shape;
 }
 
@@ -259,6 +262,11 @@ async function sendStream(res: ServerResponse, pieces: Piece[], shape: StreamSha
   const eol = shape.crlf === true ? "\r\n" : "\n";
   for (const piece of pieces) {
     if ("pause" in piece) {
+      if (shape.cutAfterFirstDelta === true) {
+        await new Promise((r) => setTimeout(r, 20));
+        res.socket?.destroy();
+        return;
+      }
       if (shape.pauseMs !== undefined && shape.pauseMs > 0) await new Promise((r) => setTimeout(r, shape.pauseMs));
       continue;
     }

@@ -310,6 +310,14 @@ describe("Anthropic client: C24 retries", () => {
     });
   });
 
+  test("a stream cut before message_stop is retried as a whole", async () => {
+    await withFake([{ text: "cut off here", cutAfterFirstDelta: true }, { text: "complete" }], async (llm, model) => {
+      const reply = await model.complete(request(hello));
+      assert.equal(reply.text, "complete");
+      assert.equal(llm.requests.length, 2);
+    });
+  });
+
   test("attempts are capped at 4, then a clear error names the status and the provider's text", async () => {
     await withFake([{ status: 529 }, { status: 529 }, { status: 529 }, { status: 529 }, { text: "never" }], async (llm, model) => {
       const error = await model.complete(request(hello)).catch((e: unknown) => e);

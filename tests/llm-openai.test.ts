@@ -193,6 +193,13 @@ describe("Chat Completions client: C24 retries", () => {
     });
   });
 
+  test("a stream cut before its finish_reason is retried as a whole", async () => {
+    await withFake([{ text: "cut off here", cutAfterFirstDelta: true }, { text: "complete" }], async (llm, model) => {
+      assert.equal((await model.complete(request(hello))).text, "complete");
+      assert.equal(llm.requests.length, 2);
+    });
+  });
+
   test("a dropped connection is retried; 4 failures give a clear error", async () => {
     await withFake([{ drop: true }, { status: 500 }, { status: 500 }, { status: 500 }], async (llm, model) => {
       const error = (await model.complete(request(hello)).catch((e: unknown) => e)) as AgentError;

@@ -34,7 +34,10 @@ export interface AnthropicMessage {
 }
 
 /**
- * Creates a {@link Model} speaking the Anthropic Messages API.
+ * Creates a {@link Model} speaking the Anthropic Messages API. A failed attempt is retried
+ * from the start (SPEC section 9), so text deltas of a stream that broke off (an `error` event,
+ * a dropped connection) were already passed to `onTextDelta` and the retry streams the whole
+ * answer again; `onRetry` marks the point where that happens.
  * @example
  * const model = createAnthropicModel({ apiKey, model: "claude-sonnet-4-5" });
  * const reply = await model.complete({ system: "", history: [{ role: "user", text: "hi" }], tools: [], maxOutputTokens: 1024 });
@@ -259,7 +262,7 @@ function assemble(parts: Assembling[], stopReason: unknown, usage: { input: numb
     const block = part.block;
     if (block["type"] === "text") {
       text += part.text;
-      native.push({ ...block, text: part.text });
+      if (part.text.trim() !== "") native.push({ ...block, text: part.text });
     } else if (block["type"] === "tool_use") {
       const id = String(block["id"] ?? "");
       let args: Record<string, unknown> = {};

@@ -55,9 +55,12 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
     if (!response.ok) {
       const text = await response.text();
       body = null;
-      throw new AttemptError(providerErrorText(text) || `HTTP ${response.status} ${response.statusText}`.trim(), {
+      const detail = providerErrorText(text) || `HTTP ${response.status} ${response.statusText}`.trim();
+      // An overload reported under another status is retried too, but never 400/401/403/404.
+      const overloaded = ![400, 401, 403, 404].includes(response.status) && /overload/i.test(detail);
+      throw new AttemptError(detail, {
         status: response.status,
-        retryable: isRetryableStatus(response.status),
+        retryable: isRetryableStatus(response.status) || overloaded,
         ...retryAfter(response.headers),
       });
     }

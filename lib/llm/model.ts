@@ -14,11 +14,11 @@ import { createScriptedModel, loadScript } from "./scripted.ts";
 /** Injected I/O of {@link createModel}. */
 export interface CreateModelOptions {
   /** For the HTTP clients; default the global `fetch`. */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /** Reads the script file; default `readFileSync(path, "utf8")`. */
-  readFile?: (path: string) => string;
+  readFile?: ((path: string) => string) | undefined;
   /** For `${VAR}` in the script; default `process.env`. */
-  env?: Record<string, string | undefined>;
+  env?: Record<string, string | undefined> | undefined;
 }
 
 /**

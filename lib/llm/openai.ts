@@ -36,7 +36,8 @@ export type ChatMessage =
   | { role: "tool"; tool_call_id: string; content: string };
 
 /**
- * Creates a {@link Model} speaking the Chat Completions API.
+ * Creates a {@link Model} speaking the Chat Completions API. As with the Anthropic client, a
+ * retried attempt streams its text again from the start (`onRetry` is called in between).
  * @example
  * const model = createOpenAiModel({ apiKey, model: "gpt-4.1", baseUrl: "http://localhost:11434/v1" });
  */
