@@ -336,3 +336,16 @@ describe("test-gate as a process", () => {
     });
   }
 });
+
+describe("objections without test names", () => {
+  test("a command that fails without naming tests is objected to with its last output lines", async () => {
+    const gate = new TestGate({ command: "echo 'sh: 1: frobnicate: not found' >&2; exit 127", cwd: tempDir() });
+    try {
+      const text = await settledStop(() => gate.stop());
+      assert.match(text, /^The test suite fails \(exit code 127\)/);
+      assert.match(text, /Last lines of output:\n {2}sh: 1: frobnicate: not found/);
+    } finally {
+      gate.close();
+    }
+  });
+});

@@ -215,6 +215,10 @@ export function failureText(run: TestRun, cwd: string): string {
   }
   if (run.failing.length > 0) lines.push("Failing tests:", ...run.failing.slice(0, 20).map((name) => `- ${name}`));
   if (run.failing.length > 20) lines.push(`- … and ${run.failing.length - 20} more`);
+  if (run.failing.length === 0 && run.outputTail.trim() !== "") {
+    // The runner named no test (a crash, a missing command…): its last words usually say why.
+    lines.push("Last lines of output:", ...run.outputTail.trimEnd().split("\n").slice(-8).map((line) => `  ${line.slice(0, 200)}`));
+  }
   lines.push(`Reproduce with: ${run.command} (in ${cwd})`);
   return lines.join("\n");
 }
@@ -222,7 +226,8 @@ export function failureText(run: TestRun, cwd: string): string {
 /** The `run_tests` tool's text: verdict, counts, failing tests and the output's tail. */
 export function runSummary(run: TestRun): string {
   const verdict = run.passed ? "PASSED" : run.timedOut ? "TIMED OUT (killed)" : "FAILED";
-  const lines = [`${verdict}: ${counts(run)} — "${run.command}" in ${(run.durationMs / 1000).toFixed(1)} s`];
+  const took = run.durationMs < 1000 ? `${run.durationMs} ms` : `${(run.durationMs / 1000).toFixed(1)} s`;
+  const lines = [`${verdict}: ${counts(run)} — "${run.command}" in ${took}`];
   if (run.spawnError !== undefined) lines.push(`The command could not start: ${run.spawnError}`);
   if (run.failing.length > 0) lines.push("Failing tests:", ...run.failing.map((name) => `- ${name}`));
   const tail = run.outputTail.trimEnd();
