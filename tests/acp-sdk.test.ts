@@ -1,0 +1,268 @@
+/**
+ * `cli.ts acp` driven by the official ACP client (`@agentclientprotocol/sdk`, its `client()`
+ * app over the agent's stdio: the SDK's replacement of `ClientSideConnection`), with the
+ * scripted model and real MCP servers (the ACP fixture over stdio and over Streamable HTTP).
+ */
+import { spawn } from "node:child_process";
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import process from "node:process";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+import { eventually, readLog, startHttpFixture, stdioFixture, tempDir, within } from "./helpers/acp.ts";
+import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
+
+type Update = acp.SessionUpdate;
+
+/** The agent as a child process, connected to an SDK client. */
+async function startAgent(env: Record<string, string>) {
+  const [command, ...args] = tsCommand("cli.ts", runtime());
+  const spawned = Date.now();
+  const child = spawn(command!, [...args, "acp"], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (c: string) => (stderr += c));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const stream = acp.ndJsonStream(
+    Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+    Readable.toWeb(child.stdout) as unknown as ReadableStream<Uint8Array>,
+  );
+  const connection = acp.client({ name: "sprout-acp-test" }).connect(stream);
+  return {
+    agent: connection.agent,
+    spawned,
+    stderr: () => stderr,
+    async stop(): Promise<number | null> {
+      child.stdin.end();
+      const code = await within(exited, 15_000);
+      if (code === "timeout") {
+        child.kill("SIGKILL");
+        return null;
+      }
+      connection.close();
+      return code;
+    },
+  };
+}
+
+/** Reads a session's updates until its prompt stops. */
+async function collect(session: acp.ActiveSession, onUpdate?: (u: Update) => void | Promise<void>) {
+  const updates: Update[] = [];
+  while (true) {
+    const message = await session.nextUpdate();
+    if (message.kind === "stop") return { updates, stopReason: message.stopReason };
+    updates.push(message.update);
+    await onUpdate?.(message.update);
+  }
+}
+
+const texts = (updates: Update[], kind: "agent_message_chunk" | "agent_thought_chunk") =>
+  updates.filter((u) => u.sessionUpdate === kind).map((u) => (u as { content: { text: string } }).content.text).join("");
+
+describe("acp with the SDK client: a session with stdio and HTTP MCP servers", () => {
+  const dir = tempDir();
+  const localLog = `${dir.path}/local.log`;
+  const remoteLog = `${dir.path}/remote.log`;
+  const script = dir.file(
+    "script.json",
+    JSON.stringify([
+      { text: "Let me check.", toolCalls: [{ name: "local__echo", arguments: { text: "hi" } }, { name: "local__nope", arguments: {} }] },
+      { text: "All done." },
+      { text: "Finished after the objection." },
+      { toolCalls: [{ name: "remote__slow", arguments: { ms: 30000 } }] },
+      { text: "Back after the cancel." },
+    ]),
+  );
+  let http: Awaited<ReturnType<typeof startHttpFixture>>;
+  let agent: Awaited<ReturnType<typeof startAgent>>;
+  let session: acp.ActiveSession;
+
+  before(async () => {
+    http = await startHttpFixture({ ACP_FIXTURE_LOG: remoteLog, FIXTURE_LABEL: "remote", STOP_OBJECTIONS: "1" });
+    agent = await startAgent({
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: script,
+      MCP_HOOK_SERVERS: "local, remote",
+    });
+  });
+  after(async () => {
+    try {
+      if (agent !== undefined) assert.equal(await agent.stop(), 0, agent.stderr());
+    } finally {
+      await http?.stop();
+      dir.cleanup();
+    }
+  });
+
+  test("initialize negotiates version 1 and advertises HTTP MCP servers", async () => {
+    const init = await agent.agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: {},
+    });
+    assert.equal(init.protocolVersion, 1);
+    assert.equal(init.agentInfo?.name, "sprout-agent");
+    assert.deepEqual(init.agentCapabilities?.mcpCapabilities, { http: true, sse: false });
+    assert.equal(init.agentCapabilities?.loadSession, false);
+  });
+
+  test("session/new connects a stdio server and an HTTP server", async () => {
+    session = await agent.agent
+      .buildSession({
+        cwd: dir.path,
+        mcpServers: [
+          stdioFixture("local", { ACP_FIXTURE_LOG: localLog, FIXTURE_LABEL: "local", STOP_OBJECTIONS: "1" }) as acp.McpServer,
+          { type: "http", name: "remote", url: http.url, headers: [] },
+        ],
+      })
+      .start();
+    assert.match(session.sessionId, /^ses_[0-9a-f]{16}$/);
+    assert.ok(readLog(localLog).some((l) => l.startsWith("pid ")), "the stdio server was started");
+  });
+
+  test("a prompt streams text, tool calls and a one-line _Stop objection, then ends the turn", async () => {
+    const done = session.prompt("Check things, then stop.");
+    const { updates, stopReason } = await collect(session);
+    assert.equal(stopReason, "end_turn");
+    assert.equal((await done).stopReason, "end_turn");
+    const kinds = updates.map((u) => u.sessionUpdate);
+    // Tool calls: pending, then in_progress, then completed / failed; never a hook.
+    const calls = updates.filter((u) => u.sessionUpdate === "tool_call");
+    assert.deepEqual(calls.map((c) => c.title), ["local__echo", "local__nope"]);
+    const echo = calls[0]!;
+    assert.equal(echo.kind, "other");
+    assert.equal(echo.status, "pending");
+    assert.deepEqual(echo.rawInput, { text: "hi" });
+    const statuses = (id: string) =>
+      updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === id).map((u) => (u as { status?: string }).status);
+    assert.deepEqual(statuses(echo.toolCallId), ["in_progress", "completed"]);
+    assert.deepEqual(statuses(calls[1]!.toolCallId), ["in_progress", "failed"]);
+    const completed = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === echo.toolCallId && u.status === "completed");
+    assert.deepEqual((completed as { content: unknown }).content, [{ type: "content", content: { type: "text", text: "local echo: hi" } }]);
+    const failed = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.status === "failed") as { content: { content: { text: string } }[] };
+    assert.match(failed.content[0]!.content.text, /unknown tool/);
+    // Text, in order: before the tools, the stop the hooks objected to, the answer after it.
+    assert.equal(texts(updates, "agent_message_chunk"), "Let me check.All done.Finished after the objection.");
+    assert.ok(kinds.indexOf("tool_call") > kinds.indexOf("agent_message_chunk"));
+    // Both servers objected in one round: one thought line each, in configuration order.
+    const thoughts = texts(updates, "agent_thought_chunk").trim().split("\n");
+    assert.deepEqual(thoughts, [
+      '_Stop hook "local" objected: local: finish the checklist first (objection 1)',
+      '_Stop hook "remote" objected: remote: finish the checklist first (objection 1)',
+    ]);
+    assert.ok(!updates.some((u) => JSON.stringify(u).includes("sprout_hook_")), "hook calls are not shown as tool calls");
+  });
+
+  test("session/cancel mid-tool resolves cancelled and cancels the MCP call", async () => {
+    const done = session.prompt("Wait a while.");
+    let cancelled = false;
+    const { updates, stopReason } = await collect(session, async (u) => {
+      if (!cancelled && u.sessionUpdate === "tool_call_update" && u.status === "in_progress") {
+        cancelled = true;
+        assert.ok(await eventually(() => readLog(remoteLog).includes("started slow"), 10_000));
+        await agent.agent.notify(acp.methods.agent.session.cancel, { sessionId: session.sessionId });
+      }
+    });
+    assert.equal(stopReason, "cancelled");
+    assert.equal((await done).stopReason, "cancelled");
+    assert.ok(updates.some((u) => u.sessionUpdate === "tool_call" && u.title === "remote__slow"));
+    assert.ok(await eventually(() => readLog(remoteLog).includes("cancelled slow"), 5000), readLog(remoteLog).join("\n"));
+  });
+
+  test("a prompt after the cancel runs on the same, still valid, history", async () => {
+    const done = session.prompt("Go on.");
+    const { updates, stopReason } = await collect(session);
+    assert.equal(stopReason, "end_turn");
+    assert.equal((await done).stopReason, "end_turn");
+    assert.equal(texts(updates, "agent_message_chunk"), "Back after the cancel.");
+    assert.equal(texts(updates, "agent_thought_chunk"), "", "both _Stop counters are used up: no objection");
+  });
+});
+
+describe("acp with the SDK client: concurrent sessions", () => {
+  const dir = tempDir();
+  const remoteLog = `${dir.path}/remote.log`;
+  const script = dir.file(
+    "script.json",
+    JSON.stringify([{ text: "first answer" }, { text: "second answer" }, { text: "third answer" }]),
+  );
+  let http: Awaited<ReturnType<typeof startHttpFixture>>;
+  let agent: Awaited<ReturnType<typeof startAgent>>;
+
+  before(async () => {
+    http = await startHttpFixture({ ACP_FIXTURE_LOG: remoteLog, FIXTURE_LABEL: "remote", STOP_OBJECTIONS: "100" });
+    agent = await startAgent({
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: script,
+      MCP_HOOK_SERVERS: "remote",
+      SPROUT_AGENT_STOP_MAX_REJECTIONS: "1",
+    });
+  });
+  after(async () => {
+    try {
+      if (agent !== undefined) assert.equal(await agent.stop(), 0, agent.stderr());
+    } finally {
+      await http?.stop();
+      dir.cleanup();
+    }
+  });
+
+  test("time from initialize to the first agent_message_chunk (scripted model, no servers)", async () => {
+    // The first answer waits for the runtime to start; the measured span starts at a second
+    // initialize, sent to the running agent, as an editor's would be.
+    await agent.agent.request(acp.methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+    const ready = Date.now();
+    const started = Date.now();
+    await agent.agent.request(acp.methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+    const session = await agent.agent.buildSession(dir.path).start();
+    const done = session.prompt("hello");
+    let first = 0;
+    await collect(session, (u) => {
+      if (first === 0 && u.sessionUpdate === "agent_message_chunk") first = Date.now();
+    });
+    await done;
+    assert.ok(first > 0);
+    console.log(
+      `[acp timing, ${runtime()}] spawn → initialize answered: ${ready - agent.spawned} ms; ` +
+        `initialize sent → session/new → session/prompt → first agent_message_chunk: ${first - started} ms`,
+    );
+    session.dispose();
+  });
+
+  test("two sessions run prompts concurrently, each with its own _Stop budget", async () => {
+    const remote = { type: "http" as const, name: "remote", url: http.url, headers: [] };
+    const [a, b] = await Promise.all([
+      agent.agent.buildSession({ cwd: dir.path, mcpServers: [remote] }).start(),
+      agent.agent.buildSession({ cwd: dir.path, mcpServers: [remote] }).start(),
+    ]);
+    assert.notEqual(a.sessionId, b.sessionId);
+    const round = async (s: acp.ActiveSession, text: string) => {
+      const done = s.prompt(text);
+      const result = await collect(s);
+      assert.equal((await done).stopReason, result.stopReason);
+      return result;
+    };
+    // First prompt: each session's _Stop objects once (its budget of 1), then the stop is accepted.
+    const [ra, rb] = await Promise.all([round(a, "go"), round(b, "go")]);
+    for (const r of [ra, rb]) {
+      assert.equal(r.stopReason, "end_turn");
+      assert.equal(texts(r.updates, "agent_message_chunk"), "first answersecond answer");
+      assert.match(texts(r.updates, "agent_thought_chunk"), /^_Stop hook "remote" objected: remote: finish the checklist first \(objection 1\)\n$/);
+    }
+    // Second prompt: each budget is spent, so _Stop is not called again.
+    const [ra2, rb2] = await Promise.all([round(a, "again"), round(b, "again")]);
+    for (const r of [ra2, rb2]) {
+      assert.equal(r.stopReason, "end_turn");
+      assert.equal(texts(r.updates, "agent_message_chunk"), "third answer");
+      assert.equal(texts(r.updates, "agent_thought_chunk"), "");
+    }
+    const stopCalls = readLog(remoteLog).filter((l) => l.startsWith("_Stop "));
+    assert.equal(stopCalls.filter((l) => l.includes(a.sessionId)).length, 1, stopCalls.join("\n"));
+    assert.equal(stopCalls.filter((l) => l.includes(b.sessionId)).length, 1, stopCalls.join("\n"));
+    a.dispose();
+    b.dispose();
+  });
+});
