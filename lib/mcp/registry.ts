@@ -8,15 +8,14 @@
 import { AgentError, isAbortError } from "../errors.ts";
 import type { ToolDef } from "../types.ts";
 import { connectMcp } from "./client.ts";
+import { exitText, messageOf, seconds, ServerHandle, type ServerHandleOptions } from "./registry-server.ts";
 import { objectSchema, ToolNames, toolDescription, toolOutcome } from "./registry-tools.ts";
 import type {
   CallToolResult,
   McpConnection,
   McpConnectOptions,
   McpEra,
-  McpExitInfo,
   McpServerConfig,
-  McpTool,
   ToolOutcome,
   ToolRegistry,
 } from "./types.ts";
@@ -83,195 +82,75 @@ export async function createRegistry(
   return { registry, failures };
 }
 
-type Status = "connected" | "dead" | "exhausted";
-
-interface Entry {
-  config: McpServerConfig;
-  name: string;
-  status: Status;
-  conn: McpConnection | undefined;
-  /** Bumped per connection so events of an old connection are ignored. */
-  generation: number;
-  /** The last list the server gave (kept while dead, so its tools stay routable). */
-  tools: McpTool[];
-  stale: boolean;
-  failedRestarts: number;
-  nextRetryAt: number;
-  reason: string;
-  exit: McpExitInfo | undefined;
-  restarting: Promise<void> | undefined;
-}
-
 class McpRegistry implements ToolRegistry {
-  #options: RegistryOptions;
-  #connect: ConnectFn;
-  #initTimeoutMs: number;
-  #now: () => number;
-  #entries: Entry[] = [];
+  #handleOptions: ServerHandleOptions;
+  #servers: ServerHandle[] = [];
   #names = new ToolNames();
-  #visible = new Map<string, { entry: Entry; bare: string }>();
+  #visible = new Map<string, { server: ServerHandle; bare: string }>();
   #defs: ToolDef[] = [];
   #dirty = true;
   #warned = new Set<string>();
   #lastDropped = "";
   #closed = false;
+  #warn: (message: string) => void;
 
   constructor(options: RegistryOptions) {
-    this.#options = options;
-    this.#connect = options.connect ?? connectMcp;
-    this.#initTimeoutMs = options.initTimeoutMs ?? 30_000;
-    this.#now = options.now ?? Date.now;
-  }
-
-  async start(servers: McpServerConfig[]): Promise<RegistryFailure[]> {
-    const seen = new Set<string>();
-    const results = await Promise.all(servers.map(async (config, index): Promise<RegistryFailure | undefined> => {
-      if (index >= MAX_SERVERS) {
-        return {
-          server: config.name,
-          message: `Cannot start server "${config.name}": at most ${MAX_SERVERS} MCP servers are allowed per session`,
-        };
-      }
-      if (seen.has(config.name)) {
-        return { server: config.name, message: `Cannot start server "${config.name}": the name is used twice` };
-      }
-      seen.add(config.name);
-      const entry: Entry = {
-        config,
-        name: config.name,
-        status: "dead",
-        conn: undefined,
-        generation: 0,
-        tools: [],
-        stale: false,
-        failedRestarts: 0,
-        nextRetryAt: 0,
-        reason: "",
-        exit: undefined,
-        restarting: undefined,
-      };
-      try {
-        await this.#open(entry);
-        return undefined;
-      } catch (error) {
-        return { server: config.name, message: startMessage(config.name, error) };
-      }
-    }));
-    // Entries are kept in configuration order, whatever order the connections finished in.
-    const byName = new Map(this.#entries.map((e) => [e.name, e]));
-    this.#entries = servers.flatMap((s) => byName.get(s.name) ?? []).filter((e, i, all) => all.indexOf(e) === i);
-    this.#dirty = true;
-    return results.filter((r): r is RegistryFailure => r !== undefined);
-  }
-
-  /** Connects and lists `entry`; on success it is `connected` and registered. */
-  async #open(entry: Entry): Promise<void> {
-    const generation = ++entry.generation;
-    const o = this.#options;
-    const name = entry.name;
-    const options: McpConnectOptions = {
-      sessionId: o.sessionId,
-      initTimeoutMs: this.#initTimeoutMs,
-      onWarning: (message) => this.#warn(`Server "${name}": ${message}`),
-      onToolsChanged: () => {
-        if (entry.generation === generation) entry.stale = true;
+    this.#warn = (message) => options.onWarning?.(message);
+    const connectOptions: McpConnectOptions = { sessionId: options.sessionId };
+    if (options.maxLineBytes !== undefined) connectOptions.maxLineBytes = options.maxLineBytes;
+    if (options.eraCache !== undefined) connectOptions.eraCache = options.eraCache;
+    if (options.fetch !== undefined) connectOptions.fetch = options.fetch;
+    if (options.cwd !== undefined) connectOptions.cwd = options.cwd;
+    if (options.env !== undefined) connectOptions.env = options.env;
+    this.#handleOptions = {
+      connect: options.connect ?? connectMcp,
+      connectOptions,
+      initTimeoutMs: options.initTimeoutMs ?? 30_000,
+      restart: {
+        baseMs: options.restartBaseMs ?? 500,
+        maxMs: options.restartMaxMs ?? 30_000,
+        maxAttempts: options.restartMaxAttempts ?? 3,
       },
-      onClose: (info) => {
-        if (entry.generation !== generation) return;
-        entry.exit = info;
-        if (entry.status === "connected") this.#died(entry, info);
+      now: options.now ?? Date.now,
+      random: options.random ?? Math.random,
+      warn: this.#warn,
+      changed: () => {
+        this.#dirty = true;
       },
     };
-    if (o.maxLineBytes !== undefined) options.maxLineBytes = o.maxLineBytes;
-    if (o.eraCache !== undefined) options.eraCache = o.eraCache;
-    if (o.fetch !== undefined) options.fetch = o.fetch;
-    if (o.cwd !== undefined) options.cwd = o.cwd;
-    if (o.env !== undefined) options.env = o.env;
-    entry.exit = undefined;
-    const conn = await settleWithin(
-      this.#connect(entry.config, options),
-      this.#initTimeoutMs,
-      `Cannot start server "${name}": connecting timed out after ${seconds(this.#initTimeoutMs)} s`,
-      (late) => late.kill(),
-    );
-    let tools: McpTool[];
-    try {
-      tools = await conn.listTools({ timeoutMs: this.#initTimeoutMs });
-    } catch (error) {
-      conn.kill();
-      throw new AgentError("mcp-connect", `Cannot list the tools of server "${name}": ${messageOf(error)}`, {
-        cause: error,
-      });
-    }
-    if (this.#closed) {
-      conn.kill();
-      throw new AgentError("mcp-connect", `Cannot start server "${name}": the registry is closed`);
-    }
-    entry.conn = conn;
-    entry.tools = tools;
-    entry.status = "connected";
-    entry.stale = false;
-    entry.reason = "";
-    if (!this.#entries.includes(entry)) this.#entries.push(entry);
+  }
+
+  async start(configs: McpServerConfig[]): Promise<RegistryFailure[]> {
+    const seen = new Set<string>();
+    const started: ServerHandle[] = [];
+    const failures = await Promise.all(configs.map(async (config, index): Promise<RegistryFailure | undefined> => {
+      const name = config.name;
+      if (index >= MAX_SERVERS) {
+        return { server: name, message: `Cannot start server "${name}": at most ${MAX_SERVERS} MCP servers are allowed per session` };
+      }
+      if (seen.has(name)) return { server: name, message: `Cannot start server "${name}": the name is used twice` };
+      seen.add(name);
+      const server = new ServerHandle(config, this.#handleOptions);
+      try {
+        await server.open();
+        started.push(server);
+        return undefined;
+      } catch (error) {
+        const message = messageOf(error);
+        return { server: name, message: message.includes(`"${name}"`) ? message : `Cannot start server "${name}": ${message}` };
+      }
+    }));
+    // Configuration order, whatever order the connections finished in.
+    this.#servers = configs.flatMap((c) => started.filter((s) => s.config === c));
     this.#dirty = true;
-  }
-
-  /** Marks a connected server dead after its connection ended on its own. */
-  #died(entry: Entry, info: McpExitInfo | undefined, reason?: string): void {
-    const why = reason ?? `exited (${exitText(info)})`;
-    this.#markDead(entry, why);
-    const tail = info?.stderrTail.trim() ?? "";
-    this.#warn(`Server "${entry.name}" ${why}${tail === "" ? "" : `; stderr:\n${tail}`}`);
-  }
-
-  #markDead(entry: Entry, reason: string): void {
-    if (entry.status !== "connected") return;
-    entry.status = "dead";
-    entry.reason = reason;
-    entry.failedRestarts = 0;
-    entry.nextRetryAt = this.#now() + this.#backoff(1);
-    entry.stale = false;
-  }
-
-  /** Backoff before restart attempt `n` (1-based): 500 ms doubling, at most 30 s, ±20 %. */
-  #backoff(n: number): number {
-    const base = this.#options.restartBaseMs ?? 500;
-    const max = this.#options.restartMaxMs ?? 30_000;
-    const random = this.#options.random ?? Math.random;
-    return Math.min(base * 2 ** (n - 1), max) * (0.8 + 0.4 * random());
-  }
-
-  #warn(message: string): void {
-    this.#options.onWarning?.(message);
-  }
-
-  #warnOnce(message: string): void {
-    if (this.#warned.has(message)) return;
-    this.#warned.add(message);
-    this.#warn(message);
+    return failures.filter((f): f is RegistryFailure => f !== undefined);
   }
 
   async listTools(): Promise<ToolDef[]> {
     if (this.#closed) return [];
-    await Promise.all(this.#entries.filter((e) => e.stale && e.status === "connected").map((e) => this.#relist(e)));
+    await Promise.all(this.#servers.filter((s) => s.stale).map((s) => s.relist()));
     this.#build();
     return this.#defs.map((d) => ({ ...d }));
-  }
-
-  async #relist(entry: Entry): Promise<void> {
-    const conn = entry.conn;
-    if (conn === undefined) return;
-    entry.stale = false; // a change announced while listing marks it stale again
-    try {
-      const tools = await conn.listTools({ timeoutMs: this.#initTimeoutMs });
-      if (entry.conn === conn && entry.status === "connected") {
-        entry.tools = tools;
-        this.#dirty = true;
-      }
-    } catch (error) {
-      this.#warn(`Cannot re-list the tools of server "${entry.name}": ${messageOf(error)}`);
-      if (conn.closed && entry.conn === conn) this.#died(entry, entry.exit);
-    }
   }
 
   /** Rebuilds the visible tool table when a list or a status changed. */
@@ -281,17 +160,17 @@ class McpRegistry implements ToolRegistry {
     this.#visible.clear();
     this.#defs = [];
     const dropped: string[] = [];
-    for (const entry of this.#entries) {
-      if (entry.status === "exhausted") continue;
+    for (const server of this.#servers) {
+      if (server.status === "exhausted") continue;
       const seen = new Set<string>();
-      for (const tool of entry.tools) {
+      for (const tool of server.tools) {
         if (typeof tool.name !== "string" || seen.has(tool.name)) continue;
         seen.add(tool.name);
         if (tool.name.startsWith("_")) continue; // hooks and reserved names (SPEC 2.1)
-        const name = this.#names.nameFor(entry.name, tool.name);
+        const name = this.#names.nameFor(server.name, tool.name);
         const schema = objectSchema(tool.inputSchema);
         if ("skip" in schema) {
-          this.#warnOnce(`Skipped tool "${tool.name}" of server "${entry.name}": ${schema.skip}`);
+          this.#warnOnce(`Skipped tool "${tool.name}" of server "${server.name}": ${schema.skip}`);
           continue;
         }
         if (this.#defs.length >= MAX_VISIBLE_TOOLS) {
@@ -299,7 +178,7 @@ class McpRegistry implements ToolRegistry {
           continue;
         }
         this.#defs.push({ name, description: toolDescription(tool), inputSchema: schema.schema });
-        this.#visible.set(name, { entry, bare: tool.name });
+        this.#visible.set(name, { server, bare: tool.name });
       }
     }
     const key = dropped.join(", ");
@@ -311,6 +190,12 @@ class McpRegistry implements ToolRegistry {
     this.#lastDropped = key;
   }
 
+  #warnOnce(message: string): void {
+    if (this.#warned.has(message)) return;
+    this.#warned.add(message);
+    this.#warn(message);
+  }
+
   async callTool(
     name: string,
     args: Record<string, unknown>,
@@ -320,116 +205,78 @@ class McpRegistry implements ToolRegistry {
     this.#build();
     const route = this.#visible.get(name);
     if (route === undefined || this.#closed) return failure(`unknown tool: ${name}`);
-    const { entry, bare } = route;
-    const ready = await this.#ready(entry);
+    const { server, bare } = route;
+    const conn = await server.ready();
     options.signal?.throwIfAborted();
-    if (typeof ready === "string") return failure(ready);
-    if (!entry.tools.some((t) => t.name === bare)) return failure(`unknown tool: ${name}`);
+    if (typeof conn === "string") return failure(conn);
+    if (!server.tools.some((t) => t.name === bare)) return failure(`unknown tool: ${name}`);
     const request: { signal?: AbortSignal; timeoutMs: number } = { timeoutMs: options.timeoutMs };
     if (options.signal !== undefined) request.signal = options.signal;
     try {
-      return toolOutcome(await ready.callTool(bare, args, request));
+      return toolOutcome(await conn.callTool(bare, args, request));
     } catch (error) {
       if (isAbortError(error)) throw error;
-      return failure(await this.#failureText(entry, ready, bare, error, options.timeoutMs));
+      return failure(await this.#failureText(server, conn, bare, error, options.timeoutMs));
     }
   }
 
-  /** The live connection of `entry`, restarting it when due, or why there is none. */
-  async #ready(entry: Entry): Promise<McpConnection | string> {
-    if (entry.status === "dead" && entry.restarting === undefined) {
-      const wait = entry.nextRetryAt - this.#now();
-      if (wait > 0) {
-        return `Server "${entry.name}" is not running: ${entry.reason}; next restart attempt in ${seconds(wait)} s`;
-      }
-      entry.restarting = this.#restart(entry).finally(() => {
-        entry.restarting = undefined;
-      });
-    }
-    if (entry.restarting !== undefined) await entry.restarting;
-    if (entry.status === "connected" && entry.conn !== undefined) return entry.conn;
-    if (entry.status === "exhausted") {
-      return `Server "${entry.name}" is not running: gave up after ${this.#maxAttempts()} failed restarts (${entry.reason})`;
-    }
-    return `Server "${entry.name}" is not running: ${entry.reason}`;
-  }
-
-  #maxAttempts(): number {
-    return this.#options.restartMaxAttempts ?? 3;
-  }
-
-  async #restart(entry: Entry): Promise<void> {
-    try {
-      await this.#open(entry);
-      entry.failedRestarts = 0;
-      this.#warn(`Restarted server "${entry.name}"`);
-    } catch (error) {
-      entry.failedRestarts++;
-      entry.reason = `restart failed: ${messageOf(error)}`;
-      if (entry.failedRestarts >= this.#maxAttempts()) {
-        entry.status = "exhausted";
-        this.#dirty = true;
-        this.#warn(
-          `Server "${entry.name}" failed to restart ${entry.failedRestarts} times; its tools are removed for this session: ${
-            messageOf(error)
-          }`,
-        );
-      } else {
-        entry.nextRetryAt = this.#now() + this.#backoff(entry.failedRestarts + 1);
-        this.#warn(`Cannot restart server "${entry.name}": ${messageOf(error)}`);
-      }
-    }
-  }
-
-  async #failureText(entry: Entry, conn: McpConnection, bare: string, error: unknown, timeoutMs: number): Promise<string> {
+  /** The message of a failed `tools/call` (SPEC 6.8); a timeout kills a stdio server. */
+  async #failureText(
+    server: ServerHandle,
+    conn: McpConnection,
+    bare: string,
+    error: unknown,
+    timeoutMs: number,
+  ): Promise<string> {
     if (error instanceof AgentError && error.code === "timeout") {
       const text = `Tool "${bare}" timed out after ${seconds(timeoutMs)} s`;
-      if (entry.config.transport.type !== "stdio") return text;
-      this.killServer(entry.name, `tool "${bare}" timed out`);
-      return `${text}; server "${entry.name}" was stopped and restarts on its next use`;
+      if (server.config.transport.type !== "stdio") return text;
+      this.killServer(server.name, `tool "${bare}" timed out`);
+      return `${text}; server "${server.name}" was stopped and restarts on its next use`;
     }
     const rpc = error as { rpcCode?: unknown; rpcMessage?: unknown };
     if (typeof rpc.rpcCode === "number" && typeof rpc.rpcMessage === "string") {
-      return `Tool call rejected by server "${entry.name}": ${rpc.rpcMessage} (JSON-RPC error ${rpc.rpcCode})`;
+      return `Tool call rejected by server "${server.name}": ${rpc.rpcMessage} (JSON-RPC error ${rpc.rpcCode})`;
     }
-    if (conn.closed || entry.conn !== conn || entry.status !== "connected") {
-      if (entry.exit === undefined && entry.conn === conn) await delay(100); // let onClose report the exit
-      const info = entry.conn === conn ? entry.exit : undefined;
-      if (entry.conn === conn && entry.status === "connected") this.#died(entry, info);
+    const current = server.conn === conn;
+    if (conn.closed || !current || server.status !== "connected") {
+      if (current && server.exit === undefined) await delay(100); // let onClose report the exit
+      const info = current ? server.exit : undefined;
+      if (current) server.died();
       const tail = info?.stderrTail.trim().slice(-RESULT_STDERR_CHARS) ?? "";
       const how = info === undefined ? messageOf(error) : exitText(info);
-      return `Server "${entry.name}" exited during tool "${bare}" (${how})${tail === "" ? "" : `; stderr:\n${tail}`}`;
+      return `Server "${server.name}" exited during tool "${bare}" (${how})${tail === "" ? "" : `; stderr:\n${tail}`}`;
     }
-    if (error instanceof AgentError) return `Tool call rejected by server "${entry.name}": ${error.message}`;
-    return `Tool call to server "${entry.name}" failed: ${messageOf(error)}`;
+    if (error instanceof AgentError) return `Tool call rejected by server "${server.name}": ${error.message}`;
+    return `Tool call to server "${server.name}" failed: ${messageOf(error)}`;
   }
 
   hookServers(hook: string): string[] {
-    return this.#entries
-      .filter((e) => e.status === "connected" && e.tools.some((t) => t.name === hook))
-      .map((e) => e.name);
+    return this.#servers
+      .filter((s) => s.status === "connected" && s.tools.some((t) => t.name === hook))
+      .map((s) => s.name);
   }
 
   async callHook(
-    server: string,
+    name: string,
     hook: string,
     options: { timeoutMs: number; meta: Record<string, unknown> },
   ): Promise<CallToolResult> {
-    const entry = this.#entries.find((e) => e.name === server);
-    if (entry === undefined) throw new AgentError("mcp", `Cannot call hook "${hook}": unknown server "${server}"`);
-    const conn = entry.conn;
-    if (entry.status !== "connected" || conn === undefined) {
-      throw new AgentError("mcp", `Server "${server}" is not running: ${entry.reason}`);
+    const server = this.#servers.find((s) => s.name === name);
+    if (server === undefined) throw new AgentError("mcp", `Cannot call hook "${hook}": unknown server "${name}"`);
+    const conn = server.conn;
+    if (server.status !== "connected" || conn === undefined) {
+      throw new AgentError("mcp", `Server "${name}" is not running: ${server.reason}`);
     }
-    if (!entry.tools.some((t) => t.name === hook)) {
-      throw new AgentError("mcp", `Server "${server}" does not list hook "${hook}"`);
+    if (!server.tools.some((t) => t.name === hook)) {
+      throw new AgentError("mcp", `Server "${name}" does not list hook "${hook}"`);
     }
     try {
       return await conn.callTool(hook, {}, { timeoutMs: options.timeoutMs, meta: options.meta });
     } catch (error) {
-      if (conn.closed && entry.conn === conn && entry.status === "connected") this.#died(entry, entry.exit);
+      if (conn.closed && server.conn === conn) server.died();
       if (error instanceof AgentError) throw error;
-      throw new AgentError("mcp", `Hook "${hook}" of server "${server}" failed: ${messageOf(error)}`, { cause: error });
+      throw new AgentError("mcp", `Hook "${hook}" of server "${name}" failed: ${messageOf(error)}`, { cause: error });
     }
   }
 
@@ -437,25 +284,13 @@ class McpRegistry implements ToolRegistry {
     return this.#names.nameFor(server, bareName);
   }
 
-  killServer(server: string, reason: string): void {
-    const entry = this.#entries.find((e) => e.name === server);
-    if (entry === undefined || entry.status !== "connected") return;
-    entry.generation++; // ignore whatever the killed connection reports later
-    entry.conn?.kill();
-    this.#markDead(entry, `killed: ${reason}`);
-    this.#warn(`Killed server "${server}": ${reason}`);
+  killServer(name: string, reason: string): void {
+    if (this.#servers.find((s) => s.name === name)?.kill(reason)) this.#warn(`Killed server "${name}": ${reason}`);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.allSettled(this.#entries.map((e) => e.restarting));
-    await Promise.allSettled(this.#entries.map(async (e) => {
-      e.generation++;
-      const conn = e.conn;
-      if (e.status === "connected") e.status = "dead";
-      e.reason = "the registry is closed";
-      if (conn !== undefined && !conn.closed) await conn.close();
-    }));
+    await Promise.allSettled(this.#servers.map((s) => s.close()));
   }
 }
 
@@ -463,51 +298,7 @@ function failure(text: string): ToolOutcome {
   return { content: [{ type: "text", text }], isError: true };
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function startMessage(server: string, error: unknown): string {
-  const message = messageOf(error);
-  return message.includes(`"${server}"`) ? message : `Cannot start server "${server}": ${message}`;
-}
-
-function exitText(info: McpExitInfo | undefined): string {
-  if (info === undefined) return "connection lost";
-  if (info.code !== null) return `exit code ${info.code}`;
-  return info.signal !== null ? `signal ${info.signal}` : "connection closed";
-}
-
-/** `ms` as seconds for messages: `2.5`, `660`. */
-function seconds(ms: number): string {
-  return String(Math.round(ms / 100) / 10);
-}
-
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Rejects with `AgentError("timeout", message)` after `ms`; a late value goes to `onLate`. */
-function settleWithin<T>(promise: Promise<T>, ms: number, message: string, onLate: (value: T) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let done = false;
-    const timer = setTimeout(() => {
-      done = true;
-      reject(new AgentError("timeout", message));
-    }, ms);
-    promise.then(
-      (value) => {
-        if (done) return onLate(value);
-        done = true;
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
