@@ -10,8 +10,8 @@
  * on the project's files is the same answer for every agent session, so the state lives in one
  * {@link TestGate} per project folder and the `sprout-agent/session` key is not needed.
  *
- * This folder is meant to be copied on its own, so the HTTP plumbing (token check, `/health`)
- * is repeated in servers/todo-enforcer/app.ts on purpose rather than shared.
+ * This folder is meant to be copied on its own, so the HTTP plumbing (Host/Origin checks, token
+ * check, `/health`) is repeated in servers/todo-enforcer/app.ts on purpose rather than shared.
  * @module
  */
 import { timingSafeEqual } from "node:crypto";
@@ -90,6 +90,9 @@ export interface AppOptions {
  */
 export function createApp(options: AppOptions): Hono {
   const { gate } = options;
+  // A plain Hono app rather than createMcpHonoApp(): its JSON body parser answers a malformed
+  // body with a plain-text 400, while the MCP handler parses the body itself and answers with a
+  // proper JSON-RPC error (-32700). The same validation middlewares are added by hand.
   const app = new Hono();
   // DNS-rebinding protection: a web page must not reach a local server through a hostile name.
   const host = options.host ?? "127.0.0.1";

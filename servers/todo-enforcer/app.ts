@@ -5,8 +5,8 @@
  * `createMcpServer()` builds the MCP server (shared by HTTP and stdio); `createApp()` serves it
  * over Streamable HTTP on a Hono app. Nothing here does I/O at import time.
  *
- * This folder is meant to be copied on its own, so the HTTP plumbing (token check, `/health`,
- * session key) is repeated in servers/test-gate/app.ts on purpose rather than shared.
+ * This folder is meant to be copied on its own, so the HTTP plumbing (Host/Origin checks, token
+ * check, `/health`) is repeated in servers/test-gate/app.ts on purpose rather than shared.
  * @module
  */
 import { timingSafeEqual } from "node:crypto";
@@ -126,6 +126,9 @@ export interface AppOptions {
  */
 export function createApp(options: AppOptions = {}): Hono {
   const store = options.store ?? new TodoStore();
+  // A plain Hono app rather than createMcpHonoApp(): its JSON body parser answers a malformed
+  // body with a plain-text 400, while the MCP handler parses the body itself and answers with a
+  // proper JSON-RPC error (-32700). The same validation middlewares are added by hand.
   const app = new Hono();
   // DNS-rebinding protection: a web page must not reach a local server through a hostile name.
   const host = options.host ?? "127.0.0.1";
