@@ -1,0 +1,261 @@
+/**
+ * `cli.ts run` end to end (SPEC section 11): the agent runs as a child process under the
+ * runtime running this file, against the recording fake LLM and the fixture MCP server.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { type FakeTurn, startFakeLlm } from "../lib/testing.ts";
+import { fixtureCommand } from "./helpers/session.ts";
+import { repoRoot, tsCommand } from "./helpers/runtime.ts";
+
+let dir: string;
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), "sprout-e2e-"));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Run {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  /** stdout lines parsed as JSON (with --json). */
+  events: Array<Record<string, unknown>>;
+}
+
+/** A clean environment for the agent: none of the developer's provider settings. */
+function baseEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !/^(SPROUT_AGENT_|ANTHROPIC_|OPENAI_COMPAT_|MCP_HOOK_SERVERS)/.test(k)) env[k] = v;
+  }
+  return { ...env, NO_COLOR: "1", ...extra };
+}
+
+function mcpConfig(servers: Record<string, Record<string, string>>, extra: Record<string, unknown> = {}): string {
+  const { command, args } = fixtureCommand();
+  const file = join(dir, `mcp-${Math.random().toString(16).slice(2)}.json`);
+  const mcpServers: Record<string, unknown> = {};
+  for (const [name, env] of Object.entries(servers)) mcpServers[name] = { command, args, env };
+  writeFileSync(file, JSON.stringify({ mcpServers: { ...mcpServers, ...extra } }));
+  return file;
+}
+
+function runCli(
+  args: string[],
+  env: Record<string, string>,
+  options: { stdin?: string; onLine?: (line: string, kill: (sig: NodeJS.Signals) => void) => void } = {},
+): Promise<Run> {
+  const [cmd, ...pre] = tsCommand(join(repoRoot, "cli.ts"));
+  const child = spawn(cmd!, [...pre, ...args], { env: baseEnv(env), cwd: dir });
+  let stdout = "";
+  let stderr = "";
+  let pending = "";
+  child.stdout.on("data", (d: Buffer) => {
+    stdout += d;
+    pending += d;
+    let i: number;
+    while ((i = pending.indexOf("\n")) >= 0) {
+      const line = pending.slice(0, i);
+      pending = pending.slice(i + 1);
+      options.onLine?.(line, (sig) => process.kill(child.pid!, sig));
+    }
+  });
+  child.stderr.on("data", (d) => (stderr += d));
+  child.stdin.end(options.stdin ?? "");
+  return new Promise((resolve) => {
+    child.on("close", (code, signal) => {
+      const events = stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
+      resolve({ code, signal, stdout, stderr, events });
+    });
+  });
+}
+
+async function withLlm(responses: FakeTurn[], body: (env: Record<string, string>, requests: () => number) => Promise<void>) {
+  const llm = await startFakeLlm({ responses });
+  try {
+    await body(
+      {
+        SPROUT_AGENT_PROVIDER: "anthropic",
+        ANTHROPIC_API_KEY: "sk-ant-secret-key-123",
+        ANTHROPIC_MODEL: "claude-test",
+        ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+      },
+      () => llm.requests.length,
+    );
+    assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), []);
+  } finally {
+    await llm.close();
+  }
+}
+
+describe("cli.ts run", () => {
+  test("--json: one event per line, text streams before the response ends, result last", async () => {
+    await withLlm(
+      [
+        { text: "Calling a tool.", toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }] },
+        { text: "All done here.", pauseMs: 1500 },
+      ],
+      async (env) => {
+        const cfg = mcpConfig({ fx: {} });
+        let firstDeltaAt = 0;
+        const run = await runCli(["run", "--json", "--mcp-config", cfg, "say hi"], env, {
+          onLine(line) {
+            if (firstDeltaAt === 0 && line.includes('"text-delta"') && line.includes("All")) firstDeltaAt = Date.now();
+          },
+        });
+        const doneAt = Date.now();
+        assert.equal(run.code, 0, run.stderr);
+        for (const line of run.stdout.trim().split("\n")) assert.doesNotThrow(() => JSON.parse(line), line);
+        for (const e of run.events) assert.equal(Object.keys(e)[0], "type");
+        const types = run.events.map((e) => e["type"]);
+        assert.deepEqual([...new Set(types)], ["round-start", "text-delta", "tool-start", "tool-end", "result"]);
+        const end = run.events.find((e) => e["type"] === "tool-end")!;
+        assert.equal(end["ok"], true);
+        assert.equal(typeof end["durationMs"], "number");
+        const result = run.events.at(-1)!;
+        assert.deepEqual(Object.keys(result), ["type", "stopReason", "rounds", "toolCalls", "objections", "usage", "durationMs"]);
+        assert.equal(result["stopReason"], "end_turn");
+        assert.equal(result["rounds"], 2);
+        assert.equal(result["toolCalls"], 1);
+        assert.deepEqual(result["usage"], { inputTokens: 20, outputTokens: 10 });
+        assert.ok(firstDeltaAt > 0 && doneAt - firstDeltaAt >= 1000, "the first delta was printed while the response was paused");
+        assert.doesNotMatch(run.stdout + run.stderr, /sk-ant-secret-key-123/);
+      },
+    );
+  });
+
+  test("people see text, one line per tool call, the objection and a summary", async () => {
+    await withLlm(
+      [{ toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }, { name: "fx__fail", arguments: {} }] }, { text: "Finished." }, { text: "Finished again." }],
+      async (env) => {
+        const cfg = mcpConfig({ fx: { FIXTURE_STOP: "two todos open\nsecond line", FIXTURE_STOP_COUNT: "1" } });
+        const run = await runCli(["run", "--mcp-config", cfg, "go"], { ...env, MCP_HOOK_SERVERS: "fx" });
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(run.stdout, /^✓ fx__echo \{"text":"hi"\} \(\d+ ms\)$/m);
+        assert.match(run.stdout, /^✗ fx__fail \{\} \(\d+ ms\) permission denied: \/etc\/shadow$/m);
+        assert.match(run.stdout, /^⟲ _Stop objection from fx: two todos open$/m);
+        assert.match(run.stdout, /^ {4}second line$/m);
+        assert.match(run.stdout, /^■ end_turn · 3 rounds · 2 tool calls · 1 objection · /m);
+        assert.doesNotMatch(run.stdout, /\x1b\[/, "no colour when not a TTY");
+      },
+    );
+  });
+
+  test("the prompt comes from stdin when absent or -", async () => {
+    await withLlm([{ text: "a" }, { text: "b" }], async (env) => {
+      for (const args of [["run", "--json"], ["run", "--json", "-"]]) {
+        const run = await runCli(args, env, { stdin: "prompt from stdin\n" });
+        assert.equal(run.code, 0, run.stderr);
+      }
+    });
+  });
+
+  test("exit 1 with an error event when the LLM keeps failing; the message has the status and provider text", async () => {
+    await withLlm([{ status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long" } } }], async (env, requests) => {
+      const run = await runCli(["run", "--json", "go"], env);
+      assert.equal(run.code, 1);
+      const last = run.events.at(-1)!;
+      assert.equal(last["type"], "error");
+      assert.match(String(last["message"]), /400/);
+      assert.match(String(last["message"]), /prompt is too long/);
+      assert.equal(requests(), 1, "400 is not retried");
+    });
+  });
+
+  test("exit 1 naming the script when the scripted model runs out of turns", async () => {
+    const script = join(dir, "short.json");
+    writeFileSync(script, JSON.stringify([{ toolCalls: [{ name: "fx__echo", arguments: { text: "x" } }] }]));
+    const cfg = mcpConfig({ fx: {} });
+    const run = await runCli(["run", "--mcp-config", cfg, "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script });
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /short\.json/);
+    assert.match(run.stderr, /1 turn/);
+  });
+
+  for (const [name, env, args, pattern] of [
+    ["an invalid number", { SPROUT_AGENT_MAX_ROUNDS: "many" }, ["run", "x"], /SPROUT_AGENT_MAX_ROUNDS/],
+    ["an empty number", { SPROUT_AGENT_HOOK_TIMEOUT_MS: "" }, ["run", "x"], /SPROUT_AGENT_HOOK_TIMEOUT_MS/],
+    ["a missing provider", {}, ["run", "x"], /SPROUT_AGENT_PROVIDER/],
+    ["a missing API key", { SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_MODEL: "m" }, ["run", "x"], /ANTHROPIC_API_KEY/],
+    ["an unknown flag", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/dev/null" }, ["run", "--nope", "x"], /--nope/],
+    ["an unreadable script file", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/nonexistent.json" }, ["run", "x"], /nonexistent\.json/],
+    ["an unreadable .mcp.json", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/dev/null" }, ["run", "--mcp-config", "/nonexistent.mcp.json", "x"], /nonexistent\.mcp\.json/],
+  ] as Array<[string, Record<string, string>, string[], RegExp]>) {
+    test(`exit 2 with a message naming what is wrong: ${name}`, async () => {
+      const run = await runCli(args, env);
+      assert.equal(run.code, 2, run.stderr);
+      assert.match(run.stderr, pattern);
+      assert.equal(run.stdout, "");
+    });
+  }
+
+  test("exit 2 for an invalid .mcp.json, naming the file and the field", async () => {
+    const file = join(dir, "bad.mcp.json");
+    writeFileSync(file, JSON.stringify({ mcpServers: { ok: { command: "x", args: "not-an-array" } } }));
+    const script = join(dir, "s.json");
+    writeFileSync(script, "[]");
+    const run = await runCli(["run", "--mcp-config", file, "x"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script });
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /bad\.mcp\.json/);
+    assert.match(run.stderr, /mcpServers\.ok\.args/);
+  });
+
+  test("a server that cannot start is a warning naming it, and the run goes on", async () => {
+    await withLlm([{ toolCalls: [{ name: "fx__echo", arguments: { text: "still works" } }] }, { text: "ok" }], async (env) => {
+      const cfg = mcpConfig({ fx: {} }, { broken: { command: "definitely-not-a-command-xyz" } });
+      const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], env);
+      assert.equal(run.code, 0, run.stderr);
+      const warning = run.events.find((e) => e["type"] === "warning");
+      assert.match(String(warning?.["message"]), /broken/);
+      assert.equal(run.events.find((e) => e["type"] === "tool-end")?.["ok"], true);
+    });
+  });
+
+  test("API keys never reach a stdio server's environment", async () => {
+    await withLlm([{ toolCalls: [{ name: "fx__env", arguments: {} }] }, { text: "ok" }], async (env) => {
+      const cfg = mcpConfig({ fx: { OWN_VAR: "mine" } });
+      const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], { ...env, OPENAI_COMPAT_API_KEY: "sk-openai-secret" });
+      assert.equal(run.code, 0, run.stderr);
+      const names = String(run.events.find((e) => e["type"] === "tool-end")?.["output"]).split("\n");
+      assert.ok(names.includes("OWN_VAR"));
+      assert.ok(names.includes("PATH"));
+      for (const secret of ["ANTHROPIC_API_KEY", "OPENAI_COMPAT_API_KEY", "ANTHROPIC_BASE_URL"]) assert.ok(!names.includes(secret), secret);
+    });
+  });
+
+  for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+    test(`${sig} cancels the prompt: exit ${code}, stop reason cancelled, no child process left`, async () => {
+      await withLlm([{ toolCalls: [{ name: "fx__slow", arguments: { ms: 20_000 } }] }, { text: "unused" }], async (env) => {
+        const pidFile = join(dir, `${sig}.pid`);
+        const cfg = mcpConfig({ fx: { FIXTURE_PID_FILE: pidFile } });
+        const started = Date.now();
+        const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], env, {
+          onLine(line, kill) {
+            if (line.includes('"tool-start"')) setTimeout(() => kill(sig), 300);
+          },
+        });
+        assert.equal(run.code, code, run.stderr);
+        assert.ok(Date.now() - started < 15_000);
+        assert.equal(run.events.at(-1)?.["stopReason"], "cancelled");
+        const pid = Number(readFileSync(pidFile, "utf8"));
+        await new Promise((r) => setTimeout(r, 500));
+        assert.throws(() => process.kill(pid, 0), "the MCP server process is gone");
+      });
+    });
+  }
+
+  test("--help lists flags and variables; --version prints the version", async () => {
+    const help = await runCli(["--help"], {});
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /--mcp-config/);
+    assert.match(help.stdout, /SPROUT_AGENT_HOOK_TIMEOUT_MS +.*\[2500\]/);
+    const version = await runCli(["--version"], {});
+    assert.match(version.stdout, /^sprout-agent \d+\.\d+\.\d+/);
+  });
+});
