@@ -241,6 +241,7 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
 
   test("-32022 listing a legacy version switches to legacy and initialize follows", async () => {
     const peer = await rawHttp((body, _req, res) => {
+      if (body === undefined) return void res.writeHead(405).end();
       if (body.id === undefined) return void res.writeHead(202).end();
       if (body.method === "server/discover") {
         return json(res, 400, { jsonrpc: "2.0", id: body.id, error: { code: -32022, message: "Unsupported protocol version", data: { supported: ["2025-06-18"] } } });
@@ -256,7 +257,9 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
       assert.equal(c.protocolVersion, "2025-06-18");
       assert.deepEqual(await c.listTools(), []);
       await c.close();
-      assert.deepEqual(peer.log.map((r) => r.body?.method), ["server/discover", "initialize", "notifications/initialized", "tools/list"]);
+      const posts = peer.log.filter((r) => r.method === "POST").map((r) => r.body?.method);
+      assert.deepEqual(posts, ["server/discover", "initialize", "notifications/initialized", "tools/list"]);
+      assert.ok(peer.log.some((r) => r.method === "GET"), "the standalone event stream was tried");
     } finally {
       await closeServer(peer.server);
     }

@@ -326,6 +326,7 @@ class Connection implements McpConnection {
       this.serverInfo = { name: info.name, version: typeof info.version === "string" ? info.version : "" };
     }
     await this.#peer.notify("notifications/initialized", {});
+    this.#http?.listen();
   }
 
   async #request(

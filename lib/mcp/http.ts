@@ -43,6 +43,7 @@ export class HttpTransport {
   #all = new AbortController();
   #sessionId: string | undefined;
   #reinit: Promise<void> | undefined;
+  #listening: AbortController | undefined;
   /** The legacy protocol version, sent as `MCP-Protocol-Version` once negotiated. */
   legacyVersion: string | undefined;
 
@@ -80,8 +81,53 @@ export class HttpTransport {
 
   /** Forgets the session (before a new `initialize`). */
   resetSession(): void {
+    this.#listening?.abort();
     this.#sessionId = undefined;
     this.legacyVersion = undefined;
+  }
+
+  /**
+   * Opens the standalone GET event stream of a legacy server (as the official client does
+   * after `notifications/initialized`): servers send `notifications/tools/list_changed` and
+   * requests unrelated to a POST there. A 405 or any failure ends it quietly; a stream that
+   * ends is resumed with `Last-Event-ID` after the server's `retry` delay, at most 3 times in
+   * a row without an event.
+   */
+  listen(): void {
+    this.#listening?.abort();
+    const controller = new AbortController();
+    this.#listening = controller;
+    const signal = AbortSignal.any([controller.signal, this.#all.signal]);
+    void this.#listenLoop(signal).catch(() => {});
+  }
+
+  async #listenLoop(signal: AbortSignal): Promise<void> {
+    let lastEventId = "";
+    let retryMs = 1000;
+    for (let idle = 0; idle < 3 && !signal.aborted; idle++) {
+      const headers = this.#headers();
+      headers.set("accept", "text/event-stream");
+      if (this.#sessionId !== undefined) headers.set("mcp-session-id", this.#sessionId);
+      if (lastEventId !== "") headers.set("last-event-id", lastEventId);
+      const response = await this.#options.fetch(this.#config.url, { method: "GET", headers, signal });
+      const type = (response.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
+      if (!response.ok || type !== "text/event-stream" || !response.body) {
+        await response.body?.cancel().catch(() => {});
+        return;
+      }
+      for await (const event of readSse(response.body, signal)) {
+        if (event.id !== "") lastEventId = event.id;
+        if (event.retry !== undefined) retryMs = event.retry;
+        if (event.data.trim() === "") continue;
+        idle = -1;
+        try {
+          this.#options.onMessage(JSON.parse(event.data));
+        } catch {
+          this.#options.onWarning(`Ignored an event from server "${this.#options.name}" that is not JSON`);
+        }
+      }
+      await sleep(retryMs, signal);
+    }
   }
 
   async #delete(): Promise<void> {
