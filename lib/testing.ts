@@ -11,34 +11,22 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { setImmediate } from "node:timers";
 import type { Socket } from "node:net";
 import { validateAnthropicRequest, validateOpenAiRequest } from "./llm/validate.ts";
+import {
+  anthropicEvents,
+  anthropicJson,
+  type FakeReply,
+  type FakeStreamError,
+  openAiEvents,
+  openAiJson,
+  type Piece,
+  type StreamShape,
+  streamErrorEvents,
+} from "./_fake_llm_wire.ts";
+
+export type { FakeReply, FakeStreamError, StreamShape } from "./_fake_llm_wire.ts";
 
 export { validateAnthropicRequest, validateOpenAiRequest } from "./llm/validate.ts";
 export { createScriptedModel, type ScriptTurn } from "./llm/scripted.ts";
-
-/** How one normal response streams. */
-export interface StreamShape {
-  /** Write every byte of the stream separately. */
-  splitBytes?: boolean;
-  /** End SSE lines with CRLF instead of LF. */
-  crlf?: boolean;
-  /** Wait this long (ms) after the first text delta before sending the rest. */
-  pauseMs?: number;
-  /** Destroy the connection right after the first text delta (a stream cut mid-way). */
-  cutAfterFirstDelta?: boolean;
-}
-
-/** A normal response. `stop` is `end_turn` | `tool_use` | `max_tokens` | `refusal` | `pause_turn`, or a raw wire value. */
-export interface FakeReply extends StreamShape {
-  text?: string;
-  /** `arguments` may be a raw string (sent as is, for invalid-JSON tests). `id` defaults to a generated one. */
-  toolCalls?: { name: string; arguments?: Record<string, unknown> | string; id?: string }[];
-  /** Default `tool_use` with tool calls, else `end_turn`. */
-  stop?: string;
-  /** Default `{inputTokens: 10, outputTokens: 5}`. The cache fields are sent by the Anthropic wire only. */
-  usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheCreationTokens?: number };
-  /** Cut the stream by the length limit in the middle of the last tool call's arguments. */
-  truncateInToolCall?: boolean;
-}
 
 /** An HTTP error: `retryAfter` in seconds (or an HTTP date); `body` replaces the API-style error body. */
 export interface FakeHttpError {
@@ -46,13 +34,6 @@ export interface FakeHttpError {
   retryAfter?: number | string;
   retryAfterMs?: number;
   body?: unknown;
-}
-
-/** An error event in the middle of the stream, after `text` (default `"partial "`) was sent. */
-export interface FakeStreamError {
-  streamError: string;
-  message?: string;
-  text?: string;
 }
 
 /** What the fake answers to one request. */
@@ -254,9 +235,6 @@ function defaultError(status: number): [string, string] {
   return ["invalid_request_error", "Invalid request"];
 }
 
-/** One piece of a stream: an SSE event, or a pause. */
-type Piece = { event?: string; data: unknown } | { pause: true };
-
 async function sendStream(res: ServerResponse, pieces: Piece[], shape: StreamShape): Promise<void> {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   const eol = shape.crlf === true ? "\r\n" : "\n";
@@ -281,179 +259,4 @@ async function sendStream(res: ServerResponse, pieces: Piece[], shape: StreamSha
     } else res.write(text);
   }
   res.end();
-}
-
-function pieces(text: string, n = 3): string[] {
-  if (text === "") return [];
-  const chars = [...text];
-  const size = Math.max(1, Math.ceil(chars.length / n));
-  const out: string[] = [];
-  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""));
-  return out;
-}
-
-function callsOf(turn: FakeReply, idBase: number, prefix: string): { id: string; name: string; json: string }[] {
-  return (turn.toolCalls ?? []).map((c, i) => ({
-    id: c.id ?? `${prefix}${idBase}_${i + 1}`,
-    name: c.name,
-    json: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments ?? {}),
-  }));
-}
-
-function stopOf(turn: FakeReply, wire: "anthropic" | "openai"): string {
-  const neutral = turn.truncateInToolCall === true ? "max_tokens" : turn.stop ?? ((turn.toolCalls?.length ?? 0) > 0 ? "tool_use" : "end_turn");
-  const table: Record<string, [string, string]> = {
-    end_turn: ["end_turn", "stop"],
-    tool_use: ["tool_use", "tool_calls"],
-    max_tokens: ["max_tokens", "length"],
-    refusal: ["refusal", "content_filter"],
-    pause_turn: ["pause_turn", "stop"],
-  };
-  const row = table[neutral];
-  return row === undefined ? neutral : wire === "anthropic" ? row[0] : row[1];
-}
-
-function anthropicUsage(turn: FakeReply): Record<string, number> {
-  const u = turn.usage ?? { inputTokens: 10, outputTokens: 5 };
-  const usage: Record<string, number> = { input_tokens: u.inputTokens, output_tokens: u.outputTokens };
-  if (u.cacheReadTokens !== undefined) usage["cache_read_input_tokens"] = u.cacheReadTokens;
-  if (u.cacheCreationTokens !== undefined) usage["cache_creation_input_tokens"] = u.cacheCreationTokens;
-  return usage;
-}
-
-function anthropicEvents(turn: FakeReply, body: Record<string, unknown>, idBase: number): Piece[] {
-  const usage = anthropicUsage(turn);
-  const out: Piece[] = [{
-    event: "message_start",
-    data: {
-      type: "message_start",
-      message: {
-        id: `msg_fake_${idBase}`,
-        type: "message",
-        role: "assistant",
-        model: body["model"],
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { ...usage, output_tokens: 1 },
-      },
-    },
-  }, { event: "ping", data: { type: "ping" } }];
-  let index = 0;
-  let paused = false;
-  if ((turn.text ?? "") !== "") {
-    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: { type: "text", text: "" } } });
-    for (const piece of pieces(turn.text ?? "")) {
-      out.push({ event: "content_block_delta", data: { type: "content_block_delta", index, delta: { type: "text_delta", text: piece } } });
-      if (!paused) out.push({ pause: true });
-      paused = true;
-    }
-    out.push({ event: "content_block_stop", data: { type: "content_block_stop", index } });
-    index++;
-  }
-  const calls = callsOf(turn, idBase, "toolu_fake_");
-  calls.forEach((call, i) => {
-    const last = i === calls.length - 1;
-    const json = last && turn.truncateInToolCall === true ? call.json.slice(0, Math.max(1, Math.floor(call.json.length / 2))) : call.json;
-    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: { type: "tool_use", id: call.id, name: call.name, input: {} } } });
-    for (const piece of pieces(json)) {
-      out.push({ event: "content_block_delta", data: { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: piece } } });
-    }
-    out.push({ event: "content_block_stop", data: { type: "content_block_stop", index } });
-    index++;
-  });
-  out.push({
-    event: "message_delta",
-    data: { type: "message_delta", delta: { stop_reason: stopOf(turn, "anthropic"), stop_sequence: null }, usage: { output_tokens: usage["output_tokens"] } },
-  });
-  out.push({ event: "message_stop", data: { type: "message_stop" } });
-  return out;
-}
-
-function anthropicJson(turn: FakeReply, body: Record<string, unknown>, idBase: number): Record<string, unknown> {
-  const content: unknown[] = [];
-  if ((turn.text ?? "") !== "") content.push({ type: "text", text: turn.text });
-  for (const call of callsOf(turn, idBase, "toolu_fake_")) {
-    let input: unknown = {};
-    try {
-      input = JSON.parse(call.json);
-    } catch { /* sent as {} */ }
-    content.push({ type: "tool_use", id: call.id, name: call.name, input });
-  }
-  return {
-    id: `msg_fake_${idBase}`,
-    type: "message",
-    role: "assistant",
-    model: body["model"],
-    content,
-    stop_reason: stopOf(turn, "anthropic"),
-    stop_sequence: null,
-    usage: anthropicUsage(turn),
-  };
-}
-
-function openAiUsage(turn: FakeReply): Record<string, number> {
-  const u = turn.usage ?? { inputTokens: 10, outputTokens: 5 };
-  return { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens };
-}
-
-function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idBase: number): Piece[] {
-  const base = { id: `chatcmpl-fake${idBase}`, object: "chat.completion.chunk", created: 0, model: body["model"] };
-  const chunk = (delta: unknown, finish: string | null = null) => ({ data: { ...base, choices: [{ index: 0, delta, finish_reason: finish }] } });
-  const out: Piece[] = [chunk({ role: "assistant", content: "" })];
-  let paused = false;
-  for (const piece of pieces(turn.text ?? "")) {
-    out.push(chunk({ content: piece }));
-    if (!paused) out.push({ pause: true });
-    paused = true;
-  }
-  const calls = callsOf(turn, idBase, "call_fake_");
-  calls.forEach((call, i) => {
-    const last = i === calls.length - 1;
-    const json = last && turn.truncateInToolCall === true ? call.json.slice(0, Math.max(1, Math.floor(call.json.length / 2))) : call.json;
-    out.push(chunk({ tool_calls: [{ index: i, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }));
-    for (const piece of pieces(json)) out.push(chunk({ tool_calls: [{ index: i, function: { arguments: piece } }] }));
-  });
-  out.push(chunk({}, stopOf(turn, "openai")));
-  const includeUsage = (body["stream_options"] as { include_usage?: unknown } | undefined)?.include_usage === true;
-  if (includeUsage) out.push({ data: { ...base, choices: [], usage: openAiUsage(turn) } });
-  out.push({ data: "[DONE]" });
-  return out;
-}
-
-function openAiJson(turn: FakeReply, body: Record<string, unknown>, idBase: number): Record<string, unknown> {
-  const calls = callsOf(turn, idBase, "call_fake_");
-  const message: Record<string, unknown> = { role: "assistant", content: turn.text ?? null };
-  if (calls.length > 0) {
-    message["tool_calls"] = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.json } }));
-  }
-  return {
-    id: `chatcmpl-fake${idBase}`,
-    object: "chat.completion",
-    created: 0,
-    model: body["model"],
-    choices: [{ index: 0, message, finish_reason: stopOf(turn, "openai") }],
-    usage: openAiUsage(turn),
-  };
-}
-
-function streamErrorEvents(wire: "anthropic" | "openai", turn: FakeStreamError, model: string): Piece[] {
-  const text = turn.text ?? "partial ";
-  const message = turn.message ?? (turn.streamError === "overloaded_error" ? "Overloaded" : "Internal server error");
-  if (wire === "anthropic") {
-    return [
-      {
-        event: "message_start",
-        data: { type: "message_start", message: { id: "msg_fake_err", type: "message", role: "assistant", model, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } } },
-      },
-      { event: "content_block_start", data: { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } } },
-      { event: "content_block_delta", data: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } } },
-      { event: "error", data: { type: "error", error: { type: turn.streamError, message } } },
-    ];
-  }
-  const base = { id: "chatcmpl-fakeerr", object: "chat.completion.chunk", created: 0, model };
-  return [
-    { data: { ...base, choices: [{ index: 0, delta: { role: "assistant", content: text }, finish_reason: null }] } },
-    { data: { error: { message, type: turn.streamError, param: null, code: null } } },
-  ];
 }
