@@ -16,24 +16,16 @@ import type { AgentEvent } from "./events.ts";
 import { readLines } from "./lines.ts";
 import { createModel } from "./llm/model.ts";
 import { AgentSession } from "./loop.ts";
-import { MAX_SERVERS, sanitizeServerNames } from "./mcp/config.ts";
 import { createRegistry } from "./mcp/registry.ts";
-import type { McpEra, McpServerConfig, ToolRegistry } from "./mcp/types.ts";
+import type { McpEra, ToolRegistry } from "./mcp/types.ts";
+import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./acp-params.ts";
+import { sessionUpdates } from "./acp-updates.ts";
 import { AGENT_NAME, VERSION } from "./version.ts";
+
+export { RPC_ERRORS } from "./acp-params.ts";
 
 /** The ACP protocol version this agent speaks. */
 export const ACP_PROTOCOL_VERSION = 1;
-
-/** JSON-RPC error codes used on the wire. */
-export const RPC_ERRORS = {
-  parse: -32700,
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  internal: -32603,
-  /** Agent failures: the LLM failed after its retries, a server could not start. */
-  agent: -32000,
-} as const;
 
 /** A text sink such as `process.stdout` or `process.stderr`. */
 export interface TextSink {
@@ -84,14 +76,6 @@ export async function serveAcp(options: AcpOptions): Promise<number> {
   return await new AcpServer(options, config, readFile, stderr).serve();
 }
 
-class RpcError extends Error {
-  readonly code: number;
-  constructor(code: number, message: string) {
-    super(message);
-    this.code = code;
-  }
-}
-
 type Id = string | number | null;
 
 interface SessionState {
@@ -102,8 +86,6 @@ interface SessionState {
   controller: AbortController | undefined;
   running: Promise<void> | undefined;
 }
-
-const invalid = (method: string, detail: string) => new RpcError(RPC_ERRORS.invalidParams, `Invalid params for ${method}: ${detail}`);
 
 class AcpServer {
   readonly #options: AcpOptions;
@@ -377,69 +359,11 @@ class AcpServer {
     return null;
   }
 
-  /** One loop event → at most two `session/update` notifications. Hooks never become tool calls. */
   #onEvent(sessionId: string, event: AgentEvent): void {
-    switch (event.type) {
-      case "text-delta":
-        if (event.text !== "") {
-          this.#notify(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: event.text } });
-        }
-        return;
-      case "tool-start":
-        this.#notify(sessionId, {
-          sessionUpdate: "tool_call",
-          toolCallId: event.id,
-          title: event.name,
-          kind: "other",
-          status: "pending",
-          rawInput: event.arguments,
-        });
-        this.#notify(sessionId, { sessionUpdate: "tool_call_update", toolCallId: event.id, status: "in_progress" });
-        return;
-      case "tool-end":
-        this.#notify(sessionId, {
-          sessionUpdate: "tool_call_update",
-          toolCallId: event.id,
-          status: event.ok ? "completed" : "failed",
-          content: [{ type: "content", content: { type: "text", text: event.output } }],
-          rawOutput: event.ok
-            ? { isError: false, durationMs: event.durationMs }
-            : { isError: true, error: event.output, durationMs: event.durationMs },
-        });
-        return;
-      case "hook":
-        if (event.outcome === "objection") {
-          const line = oneLine(event.text ?? "");
-          this.#notify(sessionId, {
-            sessionUpdate: "agent_thought_chunk",
-            content: { type: "text", text: `${event.hook} hook ${JSON.stringify(event.server)} objected${line === "" ? "" : `: ${line}`}\n` },
-          });
-        } else if (event.outcome !== "none") {
-          this.#log(`[${sessionId}] ${event.hook} hook "${event.server}": ${event.outcome}${event.message ? ` (${event.message})` : ""}`);
-        }
-        return;
-      case "compaction":
-        this.#notify(sessionId, {
-          sessionUpdate: "agent_thought_chunk",
-          content: {
-            type: "text",
-            text: `Context compacted (${event.mode}): about ${event.beforeTokens} → ${event.afterTokens} tokens\n`,
-          },
-        });
-        return;
-      case "warning":
-        this.#log(`[${sessionId}] warning: ${event.message}`);
-        return;
-      case "round-start":
-        return;
-    }
+    const { updates, log } = sessionUpdates(event);
+    for (const update of updates) this.#notify(sessionId, update);
+    if (log !== undefined) this.#log(`[${sessionId}] ${log}`);
   }
-}
-
-/** The first non-blank line of `text`, at most 200 characters. */
-function oneLine(text: string): string {
-  const line = text.split("\n").map((l) => l.trim()).find((l) => l !== "") ?? "";
-  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
 function randomHex(bytes: number): string {
@@ -458,90 +382,4 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | unde
   } finally {
     stop();
   }
-}
-
-/**
- * A prompt's content blocks → the user text: `text` blocks as they are, `resource_link` blocks
- * as `[resource: <uri>]` lines; every other type is refused (we advertise none of them).
- * @throws {RpcError} -32602 naming the field or the block type
- */
-function promptText(raw: unknown): string {
-  const method = "session/prompt";
-  if (!Array.isArray(raw)) throw invalid(method, "prompt must be an array of content blocks");
-  const parts: string[] = [];
-  raw.forEach((block: unknown, i) => {
-    if (typeof block !== "object" || block === null) throw invalid(method, `prompt[${i}] must be an object`);
-    const b = block as Record<string, unknown>;
-    if (b["type"] === "text") {
-      if (typeof b["text"] !== "string") throw invalid(method, `prompt[${i}].text must be a string`);
-      parts.push(b["text"]);
-    } else if (b["type"] === "resource_link") {
-      if (typeof b["uri"] !== "string" || b["uri"] === "") throw invalid(method, `prompt[${i}].uri must be a non-empty string`);
-      parts.push(`[resource: ${b["uri"]}]`);
-    } else {
-      throw invalid(
-        method,
-        `prompt[${i}] has content type ${JSON.stringify(b["type"] ?? null)}, which is not supported (only text and resource_link)`,
-      );
-    }
-  });
-  const text = parts.join("\n");
-  if (text.trim() === "") throw invalid(method, "prompt has no text");
-  return text;
-}
-
-function pairs(method: string, at: string, raw: unknown): Record<string, string> {
-  if (raw === undefined || raw === null) return {};
-  if (!Array.isArray(raw)) throw invalid(method, `${at} must be an array of {name, value}`);
-  const out: Record<string, string> = {};
-  raw.forEach((item: unknown, i) => {
-    const entry = item as { name?: unknown; value?: unknown } | null;
-    if (typeof entry !== "object" || entry === null || typeof entry.name !== "string" || typeof entry.value !== "string") {
-      throw invalid(method, `${at}[${i}] must be {name: string, value: string}`);
-    }
-    out[entry.name] = entry.value;
-  });
-  return out;
-}
-
-/**
- * ACP `mcpServers` → server configurations: names sanitised (SPEC section 5.2), stdio servers
- * run in the session's `cwd`, `sse` refused (we advertise `mcpCapabilities.sse: false`).
- * @throws {RpcError} -32602 naming the server and the field
- */
-function acpServers(raw: unknown, cwd: string): McpServerConfig[] {
-  const method = "session/new";
-  if (!Array.isArray(raw)) throw invalid(method, "mcpServers must be an array");
-  if (raw.length > MAX_SERVERS) throw invalid(method, `${raw.length} MCP servers given, at most ${MAX_SERVERS} are allowed`);
-  const entries = raw.map((item: unknown, i) => {
-    if (typeof item !== "object" || item === null || Array.isArray(item)) throw invalid(method, `mcpServers[${i}] must be an object`);
-    const s = item as Record<string, unknown>;
-    if (typeof s["name"] !== "string" || s["name"].trim() === "") throw invalid(method, `mcpServers[${i}].name must be a non-empty string`);
-    return s as Record<string, unknown> & { name: string };
-  });
-  const names = sanitizeServerNames(entries.map((s) => s.name));
-  return entries.map((s, i): McpServerConfig => {
-    const at = `mcpServers[${i}] (${JSON.stringify(s.name)})`;
-    const name = names[i]!;
-    const display = name === s.name ? {} : { displayName: s.name };
-    const type = s["type"] ?? "stdio";
-    if (type === "sse") {
-      throw invalid(method, `${at} uses transport "sse", which sprout-agent does not support (mcpCapabilities.sse is false): use "http"`);
-    }
-    if (type === "http") {
-      const url = s["url"];
-      if (typeof url !== "string" || !URL.canParse(url)) throw invalid(method, `${at}.url must be a valid URL`);
-      return { name, ...display, transport: { type: "http", url, headers: pairs(method, `${at}.headers`, s["headers"]) } };
-    }
-    if (type !== "stdio") throw invalid(method, `${at}.type ${JSON.stringify(type)} is not one of stdio, http`);
-    const command = s["command"];
-    if (typeof command !== "string" || command === "") throw invalid(method, `${at}.command must be a non-empty string`);
-    const args = s["args"] ?? [];
-    if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw invalid(method, `${at}.args must be an array of strings`);
-    return {
-      name,
-      ...display,
-      transport: { type: "stdio", command, args: args as string[], env: pairs(method, `${at}.env`, s["env"]), cwd },
-    };
-  });
 }

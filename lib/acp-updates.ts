@@ -1,0 +1,73 @@
+/**
+ * Loop events → ACP `session/update` payloads (issue 5): streamed text, tool calls with their
+ * status, and a one-line thought when a hook objects. Hook calls never become tool calls.
+ * @module
+ */
+
+import type { AgentEvent } from "./events.ts";
+
+/** One `session/update` payload (the `update` field), `sessionUpdate` first. */
+export type SessionUpdate = { sessionUpdate: string } & Record<string, unknown>;
+
+/**
+ * The updates one loop event becomes (zero, one or two), and a line for the log, if any.
+ * @example sessionUpdates({ type: "text-delta", text: "Hi" }).updates
+ * // [{sessionUpdate: "agent_message_chunk", content: {type: "text", text: "Hi"}}]
+ */
+export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; log?: string } {
+  switch (event.type) {
+    case "text-delta":
+      return {
+        updates: event.text === "" ? [] : [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: event.text } }],
+      };
+    case "tool-start":
+      return {
+        updates: [
+          { sessionUpdate: "tool_call", toolCallId: event.id, title: event.name, kind: "other", status: "pending", rawInput: event.arguments },
+          { sessionUpdate: "tool_call_update", toolCallId: event.id, status: "in_progress" },
+        ],
+      };
+    case "tool-end":
+      return {
+        updates: [{
+          sessionUpdate: "tool_call_update",
+          toolCallId: event.id,
+          status: event.ok ? "completed" : "failed",
+          content: [{ type: "content", content: { type: "text", text: event.output } }],
+          rawOutput: event.ok
+            ? { isError: false, durationMs: event.durationMs }
+            : { isError: true, error: event.output, durationMs: event.durationMs },
+        }],
+      };
+    case "hook": {
+      if (event.outcome === "objection") {
+        const line = oneLine(event.text ?? "");
+        const text = `${event.hook} hook ${JSON.stringify(event.server)} objected${line === "" ? "" : `: ${line}`}\n`;
+        return { updates: [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } }] };
+      }
+      if (event.outcome === "none") return { updates: [] };
+      return {
+        updates: [],
+        log: `${event.hook} hook "${event.server}": ${event.outcome}${event.message ? ` (${event.message})` : ""}`,
+      };
+    }
+    case "compaction":
+      return {
+        updates: [{
+          sessionUpdate: "agent_thought_chunk",
+          content: { type: "text", text: `Context compacted (${event.mode}): about ${event.beforeTokens} → ${event.afterTokens} tokens\n` },
+        }],
+      };
+    case "warning":
+      return { updates: [], log: `warning: ${event.message}` };
+    case "round-start":
+      return { updates: [] };
+  }
+}
+
+/** The first non-blank line of `text`, at most 200 characters. */
+function oneLine(text: string): string {
+  const line = text.split("\n").map((l) => l.trim()).find((l) => l !== "") ?? "";
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+}
+
