@@ -13,7 +13,7 @@ import { createModel } from "../../lib/llm/model.ts";
 import { AgentSession } from "../../lib/loop.ts";
 import { createRegistry } from "../../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../../lib/mcp/types.ts";
-import { type FakeLlm, type FakeTurn, startFakeLlm } from "../../lib/testing.ts";
+import { type FakeLlm, type FakeTurn, type RecordedRequest, startFakeLlm } from "../../lib/testing.ts";
 import { repoRoot, tsCommand } from "./runtime.ts";
 
 /** One fixture server: its name and its `FIXTURE_*` environment. */
@@ -48,8 +48,10 @@ export function fixtureCommand(): { command: string; args: string[] } {
  */
 export async function startSession(options: {
   wire: "anthropic" | "openai";
-  responses: FakeTurn[];
+  responses: FakeTurn[] | ((request: RecordedRequest, index: number) => FakeTurn);
   servers?: FixtureServer[];
+  /** Other servers (for example an example hook server), placed before the fixtures. */
+  extraServers?: McpServerConfig[];
   env?: Record<string, string>;
 }): Promise<TestSession> {
   const dir = mkdtempSync(join(tmpdir(), "sprout-loop-"));
@@ -83,7 +85,7 @@ export async function startSession(options: {
     },
   }));
   const sessionId = `test-${Math.random().toString(16).slice(2)}`;
-  const { registry, failures } = await createRegistry(servers, {
+  const { registry, failures } = await createRegistry([...(options.extraServers ?? []), ...servers], {
     sessionId,
     env: process.env,
     initTimeoutMs: 20_000,
