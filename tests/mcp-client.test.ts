@@ -349,6 +349,28 @@ setInterval(() => {}, 1000);
   });
 });
 
+describe("kill and close", () => {
+  test("kill() ends the process group at once and fails pending calls", async () => {
+    const c = await connectMcp(rawServer("killme", ["--stubborn"]), options());
+    const pid = c.pid!;
+    const pending = c.callTool("slow", { ms: 10_000 });
+    c.kill();
+    await assert.rejects(pending, /was killed/);
+    assert.equal(c.closed, true);
+    assert.ok(await waitFor(() => !alive(pid), 1000), "gone within 1 s");
+    await c.close();
+  });
+
+  test("close() escalates to SIGKILL for a server that ignores the end of stdin and SIGTERM", async () => {
+    const c = await connectMcp(rawServer("stubborn", ["--stubborn"]), options());
+    const pid = c.pid!;
+    const started = Date.now();
+    await c.close();
+    assert.ok(!alive(pid));
+    assert.ok(Date.now() - started < 3000);
+  });
+});
+
 describe("C10: a server that connects its transport 300 ms late", () => {
   const runtimes: Runtime[] = runsOnce ? ["node", "bun", "deno"] : [runtime()];
   for (const which of runtimes) {
