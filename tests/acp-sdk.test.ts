@@ -4,6 +4,7 @@
  * scripted model and real MCP servers (the ACP fixture over stdio and over Streamable HTTP).
  */
 import { spawn } from "node:child_process";
+import { realpathSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import process from "node:process";
@@ -70,7 +71,7 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
   const script = dir.file(
     "script.json",
     JSON.stringify([
-      { text: "Let me check.", toolCalls: [{ name: "local__echo", arguments: { text: "hi" } }, { name: "local__nope", arguments: {} }] },
+      { text: "Let me check.", toolCalls: [{ name: "local_files__echo", arguments: { text: "hi" } }, { name: "local_files__nope", arguments: {} }] },
       { text: "All done." },
       { text: "Finished after the objection." },
       { toolCalls: [{ name: "remote__slow", arguments: { ms: 30000 } }] },
@@ -86,7 +87,7 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
     agent = await startAgent({
       SPROUT_AGENT_PROVIDER: "scripted",
       SPROUT_AGENT_SCRIPT: script,
-      MCP_HOOK_SERVERS: "local, remote",
+      MCP_HOOK_SERVERS: "local_files, remote",
     });
   });
   after(async () => {
@@ -109,18 +110,20 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
     assert.equal(init.agentCapabilities?.loadSession, false);
   });
 
-  test("session/new connects a stdio server and an HTTP server", async () => {
+  test("session/new connects a stdio server (name sanitised, run in the session cwd) and an HTTP server", async () => {
     session = await agent.agent
       .buildSession({
         cwd: dir.path,
         mcpServers: [
-          stdioFixture("local", { ACP_FIXTURE_LOG: localLog, FIXTURE_LABEL: "local", STOP_OBJECTIONS: "1" }) as acp.McpServer,
+          stdioFixture("local files", { ACP_FIXTURE_LOG: localLog, FIXTURE_LABEL: "local", STOP_OBJECTIONS: "1" }) as acp.McpServer,
           { type: "http", name: "remote", url: http.url, headers: [] },
         ],
       })
       .start();
     assert.match(session.sessionId, /^ses_[0-9a-f]{16}$/);
-    assert.ok(readLog(localLog).some((l) => l.startsWith("pid ")), "the stdio server was started");
+    const started = readLog(localLog).find((l) => l.startsWith("pid "));
+    assert.ok(started !== undefined, "the stdio server was started");
+    assert.ok(started.endsWith(`cwd=${realpathSync(dir.path)}`), `the stdio server runs in the session's cwd: ${started}`);
   });
 
   test("a prompt streams text, tool calls and a one-line _Stop objection, then ends the turn", async () => {
@@ -131,7 +134,7 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
     const kinds = updates.map((u) => u.sessionUpdate);
     // Tool calls: pending, then in_progress, then completed / failed; never a hook.
     const calls = updates.filter((u) => u.sessionUpdate === "tool_call");
-    assert.deepEqual(calls.map((c) => c.title), ["local__echo", "local__nope"]);
+    assert.deepEqual(calls.map((c) => c.title), ["local_files__echo", "local_files__nope"]);
     const echo = calls[0]!;
     assert.equal(echo.kind, "other");
     assert.equal(echo.status, "pending");
@@ -150,7 +153,7 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
     // Both servers objected in one round: one thought line each, in configuration order.
     const thoughts = texts(updates, "agent_thought_chunk").trim().split("\n");
     assert.deepEqual(thoughts, [
-      '_Stop hook "local" objected: local: finish the checklist first (objection 1)',
+      '_Stop hook "local_files" objected: local: finish the checklist first (objection 1)',
       '_Stop hook "remote" objected: remote: finish the checklist first (objection 1)',
     ]);
     assert.ok(!updates.some((u) => JSON.stringify(u).includes("sprout_hook_")), "hook calls are not shown as tool calls");
