@@ -42,10 +42,11 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
     case "hook": {
       if (event.outcome === "objection") {
         const line = oneLine(event.text ?? "");
-        const text = `${event.hook} hook ${JSON.stringify(event.server)} objected${line === "" ? "" : `: ${line}`}\n`;
+        const verb = event.hook === "_Stop" ? "objected" : "added context";
+        const text = `${event.hook} hook ${JSON.stringify(event.server)} ${verb}${line === "" ? "" : `: ${line}`}\n`;
         return { updates: [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } }] };
       }
-      if (event.outcome === "none") return { updates: [] };
+      if (event.outcome === "none" && event.message === undefined) return { updates: [] };
       return {
         updates: [],
         log: `${event.hook} hook "${event.server}": ${event.outcome}${event.message ? ` (${event.message})` : ""}`,
