@@ -225,7 +225,7 @@ export class AgentSession {
       this.#pushAssistant(response, calls);
       objectedLast = false;
       toolCalls += calls.length;
-      const results = await this.#runTools(calls, signal);
+      const results = await this.#runTools(calls, signal, response.argumentErrors ?? {});
       calls.forEach((call, i) => {
         const outcome = results[i] ?? { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
         this.history.push({ role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError });
@@ -242,7 +242,11 @@ export class AgentSession {
   }
 
   /** Runs calls concurrently (at most `maxParallelTools` at once); results in call order. */
-  async #runTools(calls: readonly ToolCall[], signal: AbortSignal): Promise<ToolOutcome[]> {
+  async #runTools(
+    calls: readonly ToolCall[],
+    signal: AbortSignal,
+    argumentErrors: Record<string, string>,
+  ): Promise<ToolOutcome[]> {
     const results: ToolOutcome[] = new Array(calls.length);
     let next = 0;
     const cancelled = (): ToolOutcome => ({ content: [{ type: "text", text: "cancelled" }], isError: true });
@@ -253,8 +257,12 @@ export class AgentSession {
         const started = this.#now();
         this.#emit({ type: "tool-start", id: call.id, name: call.name, arguments: call.arguments });
         let outcome: ToolOutcome;
+        const badArguments = argumentErrors[call.id];
         if (signal.aborted) outcome = cancelled();
-        else {
+        else if (badArguments !== undefined) {
+          // The model sent arguments that are not a JSON object: tell it, do not call the tool.
+          outcome = { content: [{ type: "text", text: `Invalid tool arguments: ${badArguments}` }], isError: true };
+        } else {
           try {
             outcome = await raceAbort(
               this.#registry.callTool(call.name, call.arguments, { signal, timeoutMs: this.#config.toolTimeoutMs }),

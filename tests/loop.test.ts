@@ -587,6 +587,18 @@ describe("SPEC 6: the loop", () => {
     }
   });
 
+  test("a tool call whose arguments are not valid JSON gets an error result and the tool is not called", async () => {
+    await withSession(
+      { wire: "openai", responses: [{ toolCalls: [{ name: "fx__echo", arguments: '{"text": "unterminated' }] }, { text: "ok" }] },
+      async (t) => {
+        const { events } = await runPrompt(t.session, "go");
+        assert.deepEqual(t.calls(), []);
+        const end = events.find((e) => e.type === "tool-end");
+        assert.ok(end?.type === "tool-end" && !end.ok && /Invalid tool arguments/.test(end.output), JSON.stringify(end));
+      },
+    );
+  });
+
   test("C24 a retried request never re-runs tools", async () => {
     await withSession(
       { wire: "anthropic", responses: [{ toolCalls: [{ name: "fx__echo", arguments: { text: "once" } }] }, { status: 529 }, { streamError: "overloaded_error" }, { text: "done" }] },
