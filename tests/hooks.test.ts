@@ -11,6 +11,7 @@ import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
 import { FakeRpcError, FakeServer, fakeConnect, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
+import { createHookApp } from "./fixtures/registry/http-app.ts";
 
 const meta = { round: 1, rejectionsUsed: 0, rejectionsLeft: 3 };
 
@@ -421,6 +422,42 @@ describe("hooks against real SDK stdio servers (CASES C04)", () => {
       assert.deepEqual(registry.hookServers("_Stop"), []);
     } finally {
       await registry.close();
+    }
+  });
+});
+
+describe("hooks against a real SDK 2.x HTTP server", () => {
+  test("the second consecutive hook timeout drops the HTTP connection; the next tool use reconnects", async () => {
+    const state = { stopMs: 600, stopCalls: 0 };
+    const app = createHookApp(state);
+    const clock = { now: 0 };
+    const { registry, failures } = await createRegistry(
+      [{ name: "web", transport: { type: "http", url: "http://127.0.0.1:9/mcp", headers: {} } }],
+      { sessionId: "http-hooks", fetch: app.fetch, now: () => clock.now, initTimeoutMs: 10_000 },
+    );
+    assert.deepEqual(failures, []);
+    const hooks = new HookRunner({ registry, allow: parseHookServers("web"), timeoutMs: 200 });
+    try {
+      assert.deepEqual((await registry.listTools()).map((t) => t.name), ["web__work"]);
+      const [first] = await hooks.run("_Stop", meta);
+      assert.equal(first!.outcome, "timeout");
+      const [second] = await hooks.run("_Stop", meta);
+      assert.equal(second!.outcome, "timeout");
+      assert.match(second!.message!, /server killed/);
+      assert.deepEqual(registry.hookServers("_Stop"), []);
+      assert.deepEqual(await hooks.run("_Stop", meta), [], "a dead server's hooks are not called");
+      const before = app.methods.length;
+      clock.now += 60_000;
+      const outcome = await registry.callTool("web__work", {}, { timeoutMs: 5000 });
+      assert.deepEqual(outcome, { content: [{ type: "text", text: "worked" }], isError: false });
+      assert.ok(app.methods.slice(before).includes("tools/list"), "the reconnect listed the tools again");
+      assert.deepEqual(registry.hookServers("_Stop"), ["web"]);
+      state.stopMs = 0;
+      const [after] = await hooks.run("_Stop", meta);
+      assert.deepEqual([after!.outcome, after!.text], ["objection", "objection 3"]);
+    } finally {
+      await registry.close();
+      await app.close();
     }
   });
 });

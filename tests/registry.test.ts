@@ -290,7 +290,7 @@ describe("registry: results and failures as data (SPEC 6.7, 6.8)", () => {
       const outcome = await registry.callTool("s__die", {}, { timeoutMs: 60_000 });
       assert.ok(performance.now() - started < 1000);
       assert.equal(outcome.isError, true);
-      assert.match(outText(outcome), /^Server "s" exited during tool "die" \(exit code 1\); stderr:\nfatal: out of cheese/);
+      assert.match(outText(outcome), /^Server "s" exited during tool "s__die" \(exit code 1\); stderr:\nfatal: out of cheese/);
       assert.ok(warnings.some((w) => w.startsWith('Server "s" exited (exit code 1)') && w.includes("out of cheese")));
       const fast = performance.now();
       const second = await registry.callTool("s__ok", {}, call);
@@ -309,7 +309,7 @@ describe("registry: results and failures as data (SPEC 6.7, 6.8)", () => {
     try {
       const outcome = await registry.callTool("s__slow", {}, { timeoutMs: 200 });
       assert.equal(outcome.isError, true);
-      assert.match(outText(outcome), /^Tool "slow" timed out after 0\.2 s/);
+      assert.match(outText(outcome), /^Tool "s__slow" timed out after 0\.2 s; server "s" was stopped/);
       assert.equal(s.connections[0]!.killed, true);
       assert.deepEqual(registry.hookServers("ok"), []);
       clock.now += 600;
@@ -326,7 +326,7 @@ describe("registry: results and failures as data (SPEC 6.7, 6.8)", () => {
     const { registry } = await setup([s], { configs: [httpConfig("h")] });
     try {
       const outcome = await registry.callTool("h__slow", {}, { timeoutMs: 100 });
-      assert.equal(outText(outcome), 'Tool "slow" timed out after 0.1 s');
+      assert.equal(outText(outcome), 'Tool "h__slow" timed out after 0.1 s');
       assert.equal(s.connections[0]!.killed, false);
       assert.deepEqual(registry.hookServers("slow"), ["h"]);
     } finally {
@@ -573,7 +573,7 @@ describe("registry against real SDK stdio servers", () => {
       const outcome = await registry.callTool("life__die", {}, { timeoutMs: 60_000 });
       assert.ok(performance.now() - started < 1000, `${performance.now() - started} ms`);
       assert.equal(outcome.isError, true);
-      assert.match(outText(outcome), /^Server "life" exited during tool "die" \(exit code 1\)/);
+      assert.match(outText(outcome), /^Server "life" exited during tool "life__die" \(exit code 1\)/);
       assert.match(outText(outcome), /the fixture was told to die/);
       assert.ok(warnings.some((w) => w.includes('Server "life" exited') && w.includes("told to die")));
       const fast = performance.now();
@@ -593,7 +593,7 @@ describe("registry against real SDK stdio servers", () => {
     try {
       const pid = Number(outText(await registry.callTool("life__pid", {}, call)));
       const outcome = await registry.callTool("life__sleep", {}, { timeoutMs: 300 });
-      assert.match(outText(outcome), /^Tool "sleep" timed out after 0\.3 s/);
+      assert.match(outText(outcome), /^Tool "life__sleep" timed out after 0\.3 s/);
       assert.ok(await gone(pid, 1000), "the process is gone");
     } finally {
       await registry.close();

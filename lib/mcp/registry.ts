@@ -216,22 +216,25 @@ class McpRegistry implements ToolRegistry {
       return toolOutcome(await conn.callTool(bare, args, request));
     } catch (error) {
       if (isAbortError(error)) throw error;
-      return failure(await this.#failureText(server, conn, bare, error, options.timeoutMs));
+      return failure(await this.#failureText(server, conn, name, error, options.timeoutMs));
     }
   }
 
-  /** The message of a failed `tools/call` (SPEC 6.8); a timeout kills a stdio server. */
+  /**
+   * The message of a failed `tools/call` (SPEC 6.8), naming the tool as the LLM called it;
+   * a timeout kills a stdio server.
+   */
   async #failureText(
     server: ServerHandle,
     conn: McpConnection,
-    bare: string,
+    tool: string,
     error: unknown,
     timeoutMs: number,
   ): Promise<string> {
     if (error instanceof AgentError && error.code === "timeout") {
-      const text = `Tool "${bare}" timed out after ${seconds(timeoutMs)} s`;
+      const text = `Tool "${tool}" timed out after ${seconds(timeoutMs)} s`;
       if (server.config.transport.type !== "stdio") return text;
-      this.killServer(server.name, `tool "${bare}" timed out`);
+      this.killServer(server.name, `tool "${tool}" timed out`);
       return `${text}; server "${server.name}" was stopped and restarts on its next use`;
     }
     const rpc = error as { rpcCode?: unknown; rpcMessage?: unknown };
@@ -245,7 +248,7 @@ class McpRegistry implements ToolRegistry {
       if (current) server.died();
       const tail = info?.stderrTail.trim().slice(-RESULT_STDERR_CHARS) ?? "";
       const how = info === undefined ? messageOf(error) : exitText(info);
-      return `Server "${server.name}" exited during tool "${bare}" (${how})${tail === "" ? "" : `; stderr:\n${tail}`}`;
+      return `Server "${server.name}" exited during tool "${tool}" (${how})${tail === "" ? "" : `; stderr:\n${tail}`}`;
     }
     if (error instanceof AgentError) return `Tool call rejected by server "${server.name}": ${error.message}`;
     return `Tool call to server "${server.name}" failed: ${messageOf(error)}`;
