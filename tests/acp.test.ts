@@ -237,3 +237,38 @@ describe("acp: start-up and shutdown", () => {
     });
   }
 });
+
+describe("acp: compaction", () => {
+  test("a session compacts its context and says so in one thought line", async () => {
+    const dir = tempDir();
+    const script = dir.file(
+      "script.json",
+      JSON.stringify([
+        { text: "Looking.", toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }], usage: { inputTokens: 1900, outputTokens: 10 } },
+        { text: "Done after the handoff." },
+      ]),
+    );
+    const agent = spawnAgent({
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: script,
+      SPROUT_AGENT_MAX_CONTEXT_TOKENS: "2000",
+      SPROUT_AGENT_MAX_OUTPUT_TOKENS: "500",
+    });
+    try {
+      const created = await agent.request("session/new", { cwd: dir.path, mcpServers: [stdioFixture("fx")] });
+      const sessionId = created.result.sessionId as string;
+      const from = agent.messages.length;
+      const reply = await agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Echo something." }] });
+      assert.equal(reply.result.stopReason, "end_turn", JSON.stringify(reply));
+      const updates = agent.messages.slice(from).filter((m) => m.method === "session/update").map((m) => m.params.update);
+      const thoughts = updates.filter((u) => u.sessionUpdate === "agent_thought_chunk").map((u) => u.content.text);
+      assert.equal(thoughts.length, 1, JSON.stringify(updates));
+      assert.match(thoughts[0], /^Context compacted \(summary\)/);
+      const text = updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+      assert.equal(text, "Looking.Done after the handoff.");
+    } finally {
+      assert.equal(await agent.close(), 0, agent.stderr());
+      dir.cleanup();
+    }
+  });
+});
