@@ -193,12 +193,16 @@ describe("registry: limits and schemas (SPEC 5.4)", () => {
       { name: "scalar", inputSchema: { type: "string" } },
       { name: "mixed", inputSchema: { oneOf: [{ type: "object" }, { type: "string" }] } },
       { name: "all", inputSchema: { allOf: [{ type: "object", required: ["a"] }, { properties: { b: {} }, required: ["b"] }] } },
+      {
+        name: "either",
+        inputSchema: { type: "object", properties: { a: {}, b: {} }, oneOf: [{ required: ["a"] }, { required: ["b"] }] },
+      },
     ]);
     const other = new FakeServer("other", ["fine"]);
     const { registry, warnings } = await setup([s, other]);
     try {
       const defs = await registry.listTools();
-      assert.deepEqual(names(defs), ["s__good", "s__bad", "s__none", "s__notype", "s__all", "other__fine"]);
+      assert.deepEqual(names(defs), ["s__good", "s__bad", "s__none", "s__notype", "s__all", "s__either", "other__fine"]);
       for (const d of defs) {
         assert.equal(d.inputSchema.type, "object");
         for (const key of ["anyOf", "oneOf", "allOf"]) assert.ok(!(key in d.inputSchema), `${d.name} ${key}`);
@@ -208,6 +212,7 @@ describe("registry: limits and schemas (SPEC 5.4)", () => {
       assert.deepEqual(bad.required, ["id"]);
       assert.deepEqual(defs[2]!.inputSchema, { type: "object", properties: {} });
       assert.deepEqual(defs[4]!.inputSchema.required, ["a", "b"]);
+      assert.deepEqual(defs[5]!.inputSchema, { type: "object", properties: { a: {}, b: {} } });
       assert.ok(warnings.some((w) => w.includes('"scalar"') && w.includes('server "s"')));
       assert.ok(warnings.some((w) => w.includes('"mixed"')));
       assert.equal((await registry.callTool("s__good", { q: "x" }, call)).isError, false);

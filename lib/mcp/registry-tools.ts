@@ -101,8 +101,9 @@ const COMBINATORS = ["anyOf", "oneOf", "allOf"] as const;
  * (SPEC section 5.4, CASES C15), or says why it cannot:
  * - absent → `{type: "object", properties: {}}`;
  * - `type` missing → `type: "object"` added; `type: ["object", "null"]` → `"object"`;
- * - a top-level `anyOf`/`oneOf`/`allOf` whose branches are all object schemas → one object
- *   schema with the branches' properties merged (`required`: the union for `allOf`, the
+ * - a top-level `anyOf`/`oneOf`/`allOf` whose branches all allow an object (no `type`, or
+ *   `"object"`; `{required: [...]}` branches included) → one object schema with the
+ *   branches' properties merged (`required`: the union for `allOf`, the
  *   intersection for `anyOf`/`oneOf`), the combinator removed;
  * - anything else (a non-object `type`, a non-object branch, not a JSON object) → `skip`.
  */
@@ -120,9 +121,6 @@ export function objectSchema(schema: unknown): { schema: Json } | { skip: string
     if (!Array.isArray(list)) return { skip: `its input schema has a top-level ${kind} that is not a list` };
     for (const branch of list) {
       if (!isPlainObject(branch) || nonObjectType(branch.type) !== undefined) {
-        return { skip: `its input schema has a top-level ${kind} with a branch that is not an object schema` };
-      }
-      if (branch.type === undefined && branch.properties === undefined) {
         return { skip: `its input schema has a top-level ${kind} with a branch that is not an object schema` };
       }
       branches.push({ kind, schema: branch });
