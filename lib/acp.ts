@@ -84,7 +84,6 @@ interface SessionState {
   readonly registry: ToolRegistry;
   /** Set while a prompt runs. */
   controller: AbortController | undefined;
-  running: Promise<void> | undefined;
 }
 
 class AcpServer {
@@ -316,7 +315,7 @@ class AcpServer {
       ...(this.#options.fetch === undefined ? {} : { fetch: this.#options.fetch }),
     });
     const agent = new AgentSession({ config: this.#config, model, registry, id: sessionId });
-    this.#sessions.set(sessionId, { id: sessionId, agent, registry, controller: undefined, running: undefined });
+    this.#sessions.set(sessionId, { id: sessionId, agent, registry, controller: undefined });
     return { sessionId };
   }
 
