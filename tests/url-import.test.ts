@@ -46,7 +46,7 @@ console.log(JSON.stringify({ text, stopReason: result.stopReason }));
 `,
       );
       const deno = join(repoRoot, "node_modules/.bin/deno");
-      const child = spawn(deno, ["run", "--no-config", "--no-lock", `--allow-import=127.0.0.1:${port}`, "-A", "main.ts"], {
+      const child = spawn(deno, ["run", "--no-config", "--no-lock", `--allow-import=127.0.0.1:${port}`, "--allow-read", "--allow-env", "--allow-run", "main.ts"], {
         cwd: dir,
         env: { ...process.env, NO_COLOR: "1" },
       });
