@@ -5,11 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { childEnv, postJsonRpc, serverRuntimes, type StartedServer, startServer } from "./helpers/hook-servers.ts";
+import { createApp as createGateApp } from "../servers/test-gate/app.ts";
+import { TestGate } from "../servers/test-gate/gate.ts";
+import { createApp as createTodoApp } from "../servers/todo-enforcer/app.ts";
+import { appFetch, childEnv, postJsonRpc, serverRuntimes, type StartedServer, startServer } from "./helpers/hook-servers.ts";
 import { repoRoot, runsOnce } from "./helpers/runtime.ts";
 
 const temps: string[] = [];
@@ -88,7 +91,7 @@ function runConformance(url: string, outputDir: string): Promise<{ code: number;
   return new Promise((resolve) => {
     execFile(
       bun,
-      [cli, "server", "--url", url, "--expected-failures", baseline, "-o", outputDir],
+      [cli, "server", "--url", url, "--suite", "all", "--expected-failures", baseline, "-o", outputDir],
       { env: childEnv(), timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
@@ -98,7 +101,12 @@ function runConformance(url: string, outputDir: string): Promise<{ code: number;
   });
 }
 
-describe("MCP conformance suite, server scenarios", { skip: !runsOnce }, () => {
+/** The scenario names of the server baseline (its `- name` lines). */
+function baselineEntries(): string[] {
+  return [...readFileSync(`${repoRoot}tests/conformance/server-baseline.yml`, "utf8").matchAll(/^\s+- ([\w/.-]+)\s*$/gm)].map((m) => m[1] ?? "");
+}
+
+describe("MCP conformance suite, server scenarios (issue 6, guarantee 8)", { skip: !runsOnce }, () => {
   for (const server of SERVERS) {
     test(`${server.name} passes every scenario outside the baseline, and none inside it`, async () => {
       let started: StartedServer | undefined;
@@ -106,15 +114,54 @@ describe("MCP conformance suite, server scenarios", { skip: !runsOnce }, () => {
         started = await startServer(server.file, server.args(), "bun");
         const { code, output } = await runConformance(started.url, tempDir());
         const summary = output.slice(output.indexOf("=== SUMMARY ==="));
-        const passed = [...summary.matchAll(/^✓ ([\w-]+): [1-9]\d* passed, 0 failed$/gm)].map((m) => m[1]);
-        console.log(`${server.name}: conformance scenarios passed: ${passed.join(", ")}`);
+        // A scenario passes when it has at least one SUCCESS and no FAILURE; WARNINGs (shown only
+        // in the baseline report) count as failures, and the exit code covers them.
+        const passed = [...summary.matchAll(/^✓ ([\w-]+): [1-9]\d* passed, 0 failed$/gm)].map((m) => m[1] ?? "");
+        const ran = [...summary.matchAll(/^[✓✗] ([\w-]+): \d+ passed/gm)].map((m) => m[1] ?? "");
+        console.log(`${server.name}: ${passed.length} of ${ran.length} conformance scenarios passed: ${passed.join(", ")}`);
         assert.equal(code, 0, `conformance reported a regression or a stale baseline entry:\n${output.slice(-4000)}`);
+        const entries = baselineEntries();
+        assert.deepEqual(entries.filter((e) => !ran.includes(e)), [], "every baseline entry names a scenario the suite ran");
+        assert.deepEqual(passed, ran.filter((s) => !entries.includes(s)), "every scenario outside the baseline passes");
         for (const scenario of ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]) {
           assert.ok(passed.includes(scenario), `${scenario} passes`);
         }
       } finally {
         await started?.stop();
       }
+    });
+  }
+});
+
+describe("hook servers declare only what they do (issue 6, guarantee 8)", () => {
+  const apps = [
+    { name: "todo-enforcer", app: () => createTodoApp() },
+    { name: "test-gate", app: () => createGateApp({ gate: new TestGate({ command: "true", cwd: tempDir() }) }) },
+  ];
+  for (const { name, app } of apps) {
+    test(`${name} declares only tools, with listChanged false, in both eras`, async () => {
+      const fetch = appFetch(app());
+      const init = await postJsonRpc("http://127.0.0.1/mcp", {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "caps", version: "1.0.0" } },
+      }, { fetch });
+      assert.deepEqual((init.body as { result: { capabilities: unknown } }).result.capabilities, { tools: { listChanged: false } });
+      const version = "2026-07-28";
+      const discover = await postJsonRpc("http://127.0.0.1/mcp", {
+        jsonrpc: "2.0",
+        id: 2,
+        method: "server/discover",
+        params: {
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientInfo": { name: "caps", version: "1.0.0" },
+            "io.modelcontextprotocol/clientCapabilities": {},
+          },
+        },
+      }, { fetch, headers: { "mcp-protocol-version": version, "mcp-method": "server/discover" } });
+      assert.deepEqual((discover.body as { result: { capabilities: unknown } }).result.capabilities, { tools: { listChanged: false } });
     });
   }
 });

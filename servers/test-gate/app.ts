@@ -34,7 +34,9 @@ function text(value: string) {
  * state lives in `gate`, never in the server object.
  */
 export function createMcpServer(gate: TestGate): McpServer {
-  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+  // The tool list never changes, so declare `listChanged: false` (the SDK would default it to
+  // true): a server declares only what it does. Nothing else (logging, resources, prompts).
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false } } });
 
   server.registerTool(
     "run_tests",

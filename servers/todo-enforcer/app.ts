@@ -71,7 +71,9 @@ export function createMcpServer(
   store: TodoStore,
   session: (meta: Record<string, unknown> | undefined) => string = sessionOf,
 ): McpServer {
-  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+  // The tool list never changes, so declare `listChanged: false` (the SDK would default it to
+  // true): a server declares only what it does. Nothing else (logging, resources, prompts).
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false } } });
 
   server.registerTool("todo", { description: TODO_DESCRIPTION, inputSchema: todoInput }, ({ todos }, ctx) => {
     const key = session(ctx.mcpReq._meta);
