@@ -11,12 +11,15 @@ import type { AgentEvent, PromptResult } from "./events.ts";
 import { HookRunner, injectionItems } from "./hooks.ts";
 import type { ToolOutcome, ToolRegistry } from "./mcp/types.ts";
 import { contentText, formatToolContent } from "./results.ts";
+import { TOOL_NAME_PATTERN } from "./llm/validate.ts";
 import { eventStream, type EventStream } from "./stream.ts";
 import type { HistoryItem, LlmResponse, Model, StopReason, ToolCall, ToolDef, Usage } from "./types.ts";
 import { Compactor } from "./compactor.ts";
 
 /** At most this many tool calls of one response are kept (SPEC section 6.6). */
 export const MAX_TOOL_CALLS_PER_RESPONSE = 64;
+/** The name kept in history for a tool call whose name no LLM API accepts. */
+export const INVALID_TOOL_NAME = "invalid_tool_name";
 /** At most this many `pause_turn` continuations in a row (SPEC section 6.5). */
 export const MAX_PAUSE_CONTINUATIONS = 5;
 
@@ -214,7 +217,14 @@ export class AgentSession {
         continue;
       }
 
-      let calls = response.toolCalls;
+      // A name the APIs refuse would make every later request fail: keep a legal placeholder in
+      // history and answer the call as unknown (SPEC section 2.2), naming what the model sent.
+      const badNames: Record<string, string> = {};
+      let calls = response.toolCalls.map((call) => {
+        if (TOOL_NAME_PATTERN.test(call.name)) return call;
+        badNames[call.id] = `unknown tool: ${JSON.stringify(call.name)} (not a tool name the API accepts)`;
+        return { ...call, name: INVALID_TOOL_NAME };
+      });
       if (calls.length > MAX_TOOL_CALLS_PER_RESPONSE) {
         this.#emit({
           type: "warning",
@@ -225,7 +235,9 @@ export class AgentSession {
       this.#pushAssistant(response, calls);
       objectedLast = false;
       toolCalls += calls.length;
-      const results = await this.#runTools(calls, signal, response.argumentErrors ?? {});
+      const refused: Record<string, string> = { ...badNames };
+      for (const [id, why] of Object.entries(response.argumentErrors ?? {})) refused[id] ??= `Invalid tool arguments: ${why}`;
+      const results = await this.#runTools(calls, signal, refused);
       calls.forEach((call, i) => {
         const outcome = results[i] ?? { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
         this.history.push({ role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError });
@@ -245,7 +257,7 @@ export class AgentSession {
   async #runTools(
     calls: readonly ToolCall[],
     signal: AbortSignal,
-    argumentErrors: Record<string, string>,
+    refused: Record<string, string>,
   ): Promise<ToolOutcome[]> {
     const results: ToolOutcome[] = new Array(calls.length);
     let next = 0;
@@ -257,11 +269,12 @@ export class AgentSession {
         const started = this.#now();
         this.#emit({ type: "tool-start", id: call.id, name: call.name, arguments: call.arguments });
         let outcome: ToolOutcome;
-        const badArguments = argumentErrors[call.id];
+        const refusal = refused[call.id];
         if (signal.aborted) outcome = cancelled();
-        else if (badArguments !== undefined) {
-          // The model sent arguments that are not a JSON object: tell it, do not call the tool.
-          outcome = { content: [{ type: "text", text: `Invalid tool arguments: ${badArguments}` }], isError: true };
+        else if (refusal !== undefined) {
+          // Arguments that are not a JSON object, or a name no API accepts: tell the model,
+          // do not call anything.
+          outcome = { content: [{ type: "text", text: refusal }], isError: true };
         } else {
           try {
             outcome = await raceAbort(

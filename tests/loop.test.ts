@@ -599,6 +599,24 @@ describe("SPEC 6: the loop", () => {
     );
   });
 
+  for (const wire of ["anthropic", "openai"] as Wire[]) {
+    test(`a tool name the APIs refuse is answered as unknown and never reaches a later request (${wire})`, async () => {
+      await withSession(
+        { wire, responses: [{ toolCalls: [{ name: "fx.echo", arguments: { text: "x" } }, { name: "fx__echo", arguments: { text: "y" } }] }, { text: "ok" }, { text: "again" }] },
+        async (t) => {
+          const { events } = await runPrompt(t.session, "go");
+          const ends = events.filter((e) => e.type === "tool-end");
+          assert.match(ends[0]?.type === "tool-end" ? ends[0].output : "", /unknown tool: "fx\.echo"/);
+          assert.equal(ends[1]?.type === "tool-end" && ends[1].ok, true);
+          assert.equal(t.calls().length, 1, "only the legal call reached the server");
+          const second = await runPrompt(t.session, "next prompt");
+          assert.equal(second.result.stopReason, "end_turn");
+          assert.doesNotMatch(JSON.stringify(t.llm.requests.at(-1)!.body), /fx\.echo"/);
+        },
+      );
+    });
+  }
+
   test("C24 a retried request never re-runs tools", async () => {
     await withSession(
       { wire: "anthropic", responses: [{ toolCalls: [{ name: "fx__echo", arguments: { text: "once" } }] }, { status: 529 }, { streamError: "overloaded_error" }, { text: "done" }] },

@@ -9,8 +9,9 @@ import { createHash } from "node:crypto";
 import type { ResultBlock } from "../types.ts";
 import type { CallToolResult, ToolOutcome } from "./types.ts";
 
-/** The tool-name pattern the LLM APIs accept (SPEC section 5.1). */
-export const TOOL_NAME_PATTERN: RegExp = /^[a-zA-Z0-9_-]{1,64}$/;
+import { TOOL_NAME_PATTERN } from "../llm/validate.ts";
+
+export { TOOL_NAME_PATTERN };
 
 /** Longest description sent to the LLM, in UTF-8 bytes (SPEC section 5.4). */
 export const MAX_DESCRIPTION_BYTES = 1024;
