@@ -1,0 +1,283 @@
+/**
+ * CASES.md audit (issue 6): the parts of a case's "Expect" that the tests named by its id
+ * elsewhere did not assert, each as a test named by the id. The rest of every case is proved
+ * by the tests listed in docs/RELIABILITY-load-conformance.md.
+ * Real collaborators only: the wire clients against the validating fake LLM, real stdio MCP
+ * servers (tests/fixtures/cases/server.mjs, tests/fixtures/agent-server.ts, the SDK 1.x fixture).
+ */
+import assert from "node:assert/strict";
+import { readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { describe, test } from "node:test";
+import { connectMcp } from "../lib/mcp/client.ts";
+import type { McpServerConfig } from "../lib/mcp/types.ts";
+import { formatToolContent } from "../lib/results.ts";
+import type { FakeTurn, RecordedRequest } from "../lib/testing.ts";
+import { messagesOf, runPrompt, startSession, type TestSession, toolNamesOf } from "./helpers/session.ts";
+import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
+
+type Wire = "anthropic" | "openai";
+const WIRES: Wire[] = ["anthropic", "openai"];
+
+/** A tests/fixtures/cases/server.mjs server under node, with its `CASES_*` environment. */
+function casesServer(name: string, env: Record<string, string>): McpServerConfig {
+  return { name, transport: { type: "stdio", command: "node", args: [`${repoRoot}tests/fixtures/cases/server.mjs`], env } };
+}
+
+/** Lines of a fixture's `CASES_LOG`. */
+function logOf(file: string): Array<{ method?: string; name?: string }> {
+  return readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as { method?: string; name?: string });
+}
+
+/** Closes the session after asserting that the fake LLM rejected no request. */
+async function closeChecked(t: TestSession): Promise<void> {
+  try {
+    assert.deepEqual(t.llm.requests.filter((r) => r.rejected !== undefined).map((r) => r.rejected), [], "every request passes the fake's validation");
+  } finally {
+    await t.close();
+  }
+}
+
+/** The `{hook, server, text}` objects injected into a recorded request, for either wire. */
+function injected(body: Record<string, unknown>): Array<{ hook: string; server: string; text: string }> {
+  const out: Array<{ hook: string; server: string; text: string }> = [];
+  const parse = (value: unknown) => {
+    if (typeof value !== "string") return;
+    try {
+      const v = JSON.parse(value) as { hook?: unknown };
+      if (typeof v === "object" && v !== null && typeof v.hook === "string") out.push(v as { hook: string; server: string; text: string });
+    } catch {
+      // not an injected hook result
+    }
+  };
+  for (const m of messagesOf(body)) {
+    if (m["role"] === "tool") parse(m["content"]);
+    if (!Array.isArray(m["content"])) continue;
+    for (const block of m["content"] as Array<Record<string, unknown>>) {
+      if (block["type"] === "text") parse(block["text"]);
+      if (block["type"] !== "tool_result") continue;
+      const c = block["content"];
+      if (typeof c === "string") parse(c);
+      else if (Array.isArray(c)) for (const b of c as Array<Record<string, unknown>>) parse(b["text"]);
+    }
+  }
+  return out;
+}
+
+function isSummary(request: RecordedRequest): boolean {
+  return request.body["tools"] === undefined && JSON.stringify(request.body).includes("Internal handoff");
+}
+
+describe("CASES audit: A. stop hooks", () => {
+  for (const wire of WIRES) {
+    test(`C01 variant A (${wire}): exactly 3 objections injected, no 4th, 7 LLM calls; never more than 3 in the session`, async () => {
+      const runTests = { toolCalls: [{ name: "fx__echo", arguments: { text: "run_tests" } }] };
+      const t = await startSession({
+        wire,
+        env: { MCP_HOOK_SERVERS: "*" },
+        servers: [{ name: "fx", env: { FIXTURE_STOP: "suite is red" } }],
+        responses: [{ text: "done" }, runTests, { text: "done" }, runTests, { text: "done" }, runTests, { text: "done" }, { text: "done" }, runTests, { text: "done" }],
+      });
+      try {
+        const { result, events } = await runPrompt(t.session, "make the suite green");
+        assert.equal(result.stopReason, "end_turn", "the run finishes normally");
+        assert.equal(result.objections, 3);
+        assert.equal(t.llm.requests.length, 7, "exactly 7 LLM calls");
+        const last = injected(t.llm.requests[6]!.body);
+        assert.deepEqual(last, Array.from({ length: 3 }, () => ({ hook: "_Stop", server: "fx", text: "suite is red" })), "3 objections in the history, no 4th");
+        assert.ok(events.some((e) => e.type === "warning" && /stop-hook budget exhausted/i.test(e.message)), "flagged stop-hook budget exhausted");
+        // Later prompts of the same session: the budget is spent, _Stop is never called again.
+        for (const prompt of ["one more thing", "and another"]) {
+          const again = await runPrompt(t.session, prompt);
+          assert.equal(again.result.objections, 0);
+        }
+        assert.equal(t.calls().filter((c) => c.tool === "_Stop").length, 3, "never more than 3 objections in a session");
+        const final = injected(t.llm.requests.at(-1)!.body);
+        assert.equal(final.length, 3);
+      } finally {
+        await closeChecked(t);
+      }
+    });
+  }
+
+  for (const wire of WIRES) {
+    test(`C03 variant JSON-RPC -32603 (${wire}): not an objection, 1 LLM call, the run ends, a warning names the server and the error`, async () => {
+      const t = await startSession({
+        wire,
+        env: { MCP_HOOK_SERVERS: "*" },
+        servers: [],
+        extraServers: [casesServer("gate", { CASES_STOP: "rpc-error", CASES_STOP_TEXT: "test runner not found" })],
+        responses: [{ text: "done" }, { text: "never asked" }],
+      });
+      try {
+        const { result, events } = await runPrompt(t.session, "go");
+        assert.equal(result.stopReason, "end_turn");
+        assert.equal(result.objections, 0);
+        assert.equal(t.llm.requests.length, 1);
+        const hook = events.find((e) => e.type === "hook");
+        assert.equal(hook?.type === "hook" && hook.outcome, "error");
+        const warning = events.find((e) => e.type === "warning");
+        assert.ok(warning?.type === "warning", JSON.stringify(events));
+        assert.match(warning.message, /"gate"/);
+        assert.match(warning.message, /test runner not found/);
+      } finally {
+        await closeChecked(t);
+      }
+    });
+  }
+});
+
+describe("CASES audit: C. tool discovery", () => {
+  test("C11 120 tools in pages of 50, hooks on page 3: 3 tools/list requests, the LLM sees 118, both hooks run", async () => {
+    const log = join(tmpdir(), `sprout-c11-${process.pid}-${Date.now()}.log`);
+    let real = 0;
+    const t = await startSession({
+      wire: "anthropic",
+      // threshold min(6000 * 3/4, 6000 - 1000) = 4500 estimated tokens: one 5000-byte result compacts
+      env: { MCP_HOOK_SERVERS: "pg", SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" },
+      servers: [],
+      extraServers: [casesServer("pg", {
+        CASES_TOOLS: "118",
+        CASES_PAGE: "50",
+        CASES_STOP: "finish page three",
+        CASES_STOP_COUNT: "1",
+        CASES_POSTCOMPACT: "state after compaction",
+        CASES_LOG: log,
+      })],
+      responses: (request: RecordedRequest): FakeTurn => {
+        if (isSummary(request)) return { text: "The user asked for work on page three. One tool ran." };
+        real++;
+        if (real === 1) return { toolCalls: [{ name: "pg__t117", arguments: { bytes: 5000 } }] };
+        return { text: real === 2 ? "done" : "done now" };
+      },
+    });
+    try {
+      const { result } = await runPrompt(t.session, "Work through page three.");
+      assert.equal(result.stopReason, "end_turn");
+      const lists = logOf(log).filter((m) => m.method === "tools/list");
+      assert.equal(lists.length, 3, "exactly 3 tools/list requests");
+      for (const request of t.llm.requests.filter((r) => !isSummary(r))) {
+        const names = toolNamesOf(request.body);
+        assert.equal(names.length, 118, "the LLM sees 118 tools");
+        assert.ok(!names.some((n) => n.includes("_Stop") || n.includes("_PostCompact")), "and neither hook");
+      }
+      const calls = logOf(log).filter((m) => m.method === "tools/call").map((m) => m.name);
+      assert.deepEqual(calls, ["t117", "_PostCompact", "_Stop"], "both hooks from page 3 are registered and invoked");
+      assert.ok(t.llm.requests.some(isSummary), "compaction happened");
+      const afterCompaction = t.llm.requests.findIndex(isSummary) + 1;
+      assert.deepEqual(injected(t.llm.requests[afterCompaction]!.body), [{ hook: "_PostCompact", server: "pg", text: "state after compaction" }]);
+      assert.deepEqual(injected(t.llm.requests.at(-1)!.body).map((i) => i.hook), ["_PostCompact", "_Stop"]);
+    } finally {
+      await closeChecked(t);
+      rmSync(log, { force: true });
+    }
+  });
+});
+
+describe("CASES audit: B. stdio transport", () => {
+  test(`C10 the client under ${runtime()} finishes initialize with the node server that connects 300 ms late, within 2 s`, async () => {
+    const [command = "", ...args] = tsCommand(`${repoRoot}tests/fixtures/mcp/sdk1-stdio.ts`, "node");
+    const config: McpServerConfig = { name: "late", transport: { type: "stdio", command, args: [...args, "--delay-ms", "300"], env: {} } };
+    // Warm the tsx cache once, so the measured start is a normal start, not the first compile.
+    const warm = await connectMcp(config, { sessionId: "c10-warm", env: process.env, initTimeoutMs: 30_000 });
+    await warm.close();
+    const started = performance.now();
+    const c = await connectMcp(config, { sessionId: "c10", env: process.env, initTimeoutMs: 30_000 });
+    try {
+      assert.deepEqual((await c.listTools()).map((tool) => tool.name), ["echo", "add"]);
+      const elapsed = performance.now() - started;
+      console.log(`C10: ${runtime()} client, node server with a 300 ms late transport: initialize + tools/list in ${Math.round(elapsed)} ms`);
+      assert.ok(elapsed < 2000, `initialize and tools/list took ${Math.round(elapsed)} ms`);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe("CASES audit: D. tool results", () => {
+  test("C17 image blocks next to a 5 MB text are left untouched; the text is cut to the 51200-byte cap", () => {
+    const image = { type: "image" as const, mimeType: "image/png", data: "iVBORw0KGgo=".repeat(1000) };
+    const out = formatToolContent([{ type: "text", text: "y".repeat(5_000_000) }, image], 51200);
+    assert.deepEqual(out[1], image, "the image block is unchanged");
+    assert.ok(out[0]?.type === "text" && new TextEncoder().encode(out[0].text).length <= 51200);
+    assert.match(out[0].type === "text" ? out[0].text : "", /5000000 bytes in all/);
+  });
+});
+
+describe("CASES audit: F. agent loop", () => {
+  for (const wire of WIRES) {
+    test(`C20 (${wire}): the cancelled call's result directly follows it, before the new text; the late result never arrives in history`, async () => {
+      const t = await startSession({
+        wire,
+        responses: [{ toolCalls: [{ id: "slow1", name: "fx__slow", arguments: { ms: 1500 } }] }, { text: "next answer" }],
+      });
+      try {
+        const controller = new AbortController();
+        const started = performance.now();
+        setTimeout(() => controller.abort(), 1000);
+        const { result } = await runPrompt(t.session, "go", controller.signal);
+        assert.equal(result.stopReason, "cancelled");
+        // Wait until the tool has finished on the server, so a late result would have arrived.
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2500 - (performance.now() - started))));
+        await runPrompt(t.session, "new question");
+        assert.equal(t.llm.requests.length, 2);
+        const msgs = messagesOf(t.llm.requests[1]!.body);
+        assert.doesNotMatch(JSON.stringify(msgs), /slept 1500 ms/, "the late result is not added");
+        const call = msgs.findIndex((m) => JSON.stringify(m).includes("slow1"));
+        assert.equal(msgs[call]!["role"], "assistant");
+        const next = msgs[call + 1]!;
+        if (wire === "anthropic") {
+          assert.equal(next["role"], "user");
+          const blocks = next["content"] as Array<Record<string, unknown>>;
+          assert.equal(blocks[0]!["type"], "tool_result");
+          assert.equal(blocks[0]!["tool_use_id"], "slow1");
+          assert.equal(blocks[0]!["is_error"], true);
+          assert.match(JSON.stringify(blocks[0]!["content"]), /cancelled/);
+          assert.match(JSON.stringify(msgs.slice(call + 1)), /new question/);
+          assert.doesNotMatch(JSON.stringify(msgs.slice(0, call + 1)), /new question/, "the new text comes after the result");
+        } else {
+          assert.equal(next["role"], "tool");
+          assert.equal(next["tool_call_id"], "slow1");
+          assert.match(String(next["content"]), /cancelled/);
+          const user = msgs.findIndex((m) => m["role"] === "user" && JSON.stringify(m).includes("new question"));
+          assert.ok(user > call + 1, "the new text comes after the result");
+        }
+        assert.equal(t.calls().filter((c) => c.tool === "slow").length, 1, "the tool ran once");
+      } finally {
+        await closeChecked(t);
+      }
+    });
+  }
+
+  test("C21 hook objection text comes after the three results of a parallel call", async () => {
+    const t = await startSession({
+      wire: "anthropic",
+      env: { MCP_HOOK_SERVERS: "*" },
+      servers: [{ name: "fx", env: { FIXTURE_STOP: "one more check", FIXTURE_STOP_COUNT: "1" } }],
+      responses: [
+        {
+          toolCalls: [
+            { id: "t1", name: "fx__slow", arguments: { ms: 300 } },
+            { id: "t2", name: "fx__echo", arguments: { text: "fast" } },
+            { id: "t3", name: "fx__slow", arguments: { ms: 100 } },
+          ],
+        },
+        { text: "done" },
+        { text: "done, really" },
+      ],
+    });
+    try {
+      await runPrompt(t.session, "go");
+      const msgs = messagesOf(t.llm.requests[2]!.body);
+      const results = msgs.findIndex((m) => Array.isArray(m["content"]) && (m["content"] as Array<Record<string, unknown>>).some((b) => b["type"] === "tool_result"));
+      const blocks = msgs[results]!["content"] as Array<Record<string, unknown>>;
+      assert.deepEqual(blocks.map((b) => b["tool_use_id"]), ["t1", "t2", "t3"], "one user message, results in call order");
+      const objection = JSON.stringify(msgs).indexOf("one more check");
+      assert.ok(objection > JSON.stringify(msgs.slice(0, results + 1)).length - 2, "the objection comes after the results");
+    } finally {
+      await closeChecked(t);
+    }
+  });
+});
