@@ -177,6 +177,7 @@ describe("compaction end to end", () => {
   });
 
   test("random tool rounds, parallel calls, objections, cancels and compactions never produce a rejected request", async () => {
+    const seen = { compaction: 0, objection: 0, cancelled: 0, parallel: 0, truncated: 0 };
     for (let seed = 1; seed <= 4; seed++) {
       const random = prng(seed * 7919);
       const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
@@ -184,6 +185,7 @@ describe("compaction end to end", () => {
         const r = random();
         if (r < 0.35) return { text: pick(["done", "", "All good.", " "]) || "ok" };
         const n = 1 + Math.floor(random() * 3);
+        if (n > 1) seen.parallel++;
         const calls = Array.from({ length: n }, () =>
           pick([
             { name: "fx__echo", arguments: { text: "x".repeat(Math.floor(random() * 1500)) } },
@@ -205,14 +207,30 @@ describe("compaction end to end", () => {
       });
       try {
         for (let p = 0; p < 4; p++) {
+          // Some prompts are cancelled at their first or second tool call.
           const controller = new AbortController();
-          if (random() < 0.3) setTimeout(() => controller.abort(), 20 + Math.floor(random() * 200));
-          await runPrompt(t.session, `prompt ${p} of seed ${seed}`, controller.signal).catch(() => undefined);
+          const cancelAt = random() < 0.4 ? 1 + Math.floor(random() * 2) : 0;
+          const handle = t.session.prompt(`prompt ${p} of seed ${seed}`, { signal: controller.signal });
+          const events = [];
+          let starts = 0;
+          for await (const e of handle) {
+            events.push(e);
+            if (e.type === "tool-start" && ++starts === cancelAt) controller.abort();
+          }
+          const result = await handle.result.catch(() => undefined);
+          if (result === undefined) continue;
+          const run = { events, result };
+          seen.compaction += run.events.filter((e) => e.type === "compaction").length;
+          seen.objection += run.result.objections;
+          if (run.result.stopReason === "cancelled") seen.cancelled++;
+          if (run.result.stopReason === "max_tokens") seen.truncated++;
         }
         assert.ok(t.llm.requests.length > 4);
       } finally {
         await closeChecked(t);
       }
     }
+    // The sequences must really mix every kind of event, or the test proves little.
+    for (const [kind, count] of Object.entries(seen)) assert.ok(count > 0, `no ${kind} happened: ${JSON.stringify(seen)}`);
   });
 });
