@@ -5,9 +5,11 @@
  *
  * @example
  * ```ts
+ * import { readFileSync } from "node:fs";
+ * import process from "node:process";
  * import { AgentSession, createModel, createRegistry, loadConfig } from "./mod.ts";
  *
- * const config = loadConfig(process.env, (p) => fs.readFileSync(p, "utf8"));
+ * const config = loadConfig(process.env, (p) => readFileSync(p, "utf8"));
  * const { registry } = await createRegistry([], { sessionId: "s1" });
  * const session = new AgentSession({ config, model: createModel(config), registry });
  * const run = session.prompt("Say hello");

@@ -4,7 +4,7 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
 import { repoRoot } from "./helpers/runtime.ts";
 
@@ -48,6 +48,21 @@ describe("import graph of mod.ts", () => {
       for (const s of specs) {
         const ok = s.startsWith("node:") || (s.startsWith(".") && s.endsWith(".ts"));
         if (!ok) bad.push(`${relative(repoRoot, file)} imports ${JSON.stringify(s)}`);
+      }
+    }
+    assert.deepEqual(bad, []);
+  });
+
+  test("every file in lib/, reachable from mod.ts or not, keeps the same rule", () => {
+    const libFiles = readdirSync(resolve(repoRoot, "lib"), { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith(".ts"))
+      .map((f) => resolve(repoRoot, "lib", f));
+    assert.ok(libFiles.length >= files.size - 1);
+    const bad: string[] = [];
+    for (const file of libFiles) {
+      for (const s of specifiers(readFileSync(file, "utf8"))) {
+        if (!(s.startsWith("node:") || (s.startsWith(".") && s.endsWith(".ts")))) bad.push(`${relative(repoRoot, file)} imports ${JSON.stringify(s)}`);
       }
     }
     assert.deepEqual(bad, []);
