@@ -52,6 +52,21 @@ async function main(): Promise<number> {
   console.log(`sprout-agent demo: fixing ${project}\n`);
 
   const todo = await startTodoServer();
+  let agent: ReturnType<typeof spawn> | undefined;
+  // Ctrl-C or a SIGTERM must not leave the todo server, the agent or the folder behind.
+  const onSignal = (signal: NodeJS.Signals, code: number) => () => {
+    console.log(`\ndemo: ${signal}, cleaning up`);
+    agent?.kill(signal); // the agent cancels its prompt and closes its MCP servers
+    todo.stop();
+    const done = () => {
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(code);
+    };
+    if (agent && agent.exitCode === null) agent.once("close", done);
+    else done();
+  };
+  process.once("SIGINT", onSignal("SIGINT", 130));
+  process.once("SIGTERM", onSignal("SIGTERM", 143));
   try {
     const config = join(dir, "mcp.json");
     writeFileSync(config, JSON.stringify({
@@ -74,7 +89,7 @@ async function main(): Promise<number> {
       env["SPROUT_AGENT_SCRIPT"] = join(root, "examples/demo/script.json");
       console.log("(no model configured: using the scripted model, examples/demo/script.json)\n");
     }
-    const agent = spawn(process.execPath, ["--import", tsx, join(root, "cli.ts"), "run", "--mcp-config", config, TASK], {
+    agent = spawn(process.execPath, ["--import", tsx, join(root, "cli.ts"), "run", "--mcp-config", config, TASK], {
       cwd: project,
       env,
       stdio: ["ignore", "pipe", "inherit"],
@@ -84,7 +99,7 @@ async function main(): Promise<number> {
       console.log(line);
       if (line.includes("objection from")) objections.push(line.replace(/^.*?⟲ /, ""));
     });
-    const code = await new Promise<number | null>((resolve) => agent.on("close", resolve));
+    const code = await new Promise<number | null>((resolve) => agent!.on("close", resolve));
 
     console.log("\n--- demo summary ---");
     console.log(`agent exit status: ${code}`);
