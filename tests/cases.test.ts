@@ -129,6 +129,59 @@ describe("CASES audit: A. stop hooks", () => {
   }
 });
 
+describe("CASES audit: A. stop hooks, C04 inside a prompt", () => {
+  test("C04 a 3 s _Stop hit twice in one prompt: cut at 2.5 s each time, late replies never injected, killed after the second", async () => {
+    const log = join(tmpdir(), `sprout-c04-${process.pid}-${Date.now()}.log`);
+    const [command = "", ...args] = tsCommand(`${repoRoot}tests/fixtures/registry/server.ts`);
+    const slow: McpServerConfig = {
+      name: "slow",
+      transport: { type: "stdio", command, args: [...args, "--mode", "slowstop", "--stop-ms", "3000", "--log", log], env: {} },
+    };
+    const t = await startSession({
+      wire: "anthropic",
+      env: { MCP_HOOK_SERVERS: "*" },
+      servers: [],
+      // Another server objects once, so the loop goes on after the first end_turn.
+      extraServers: [slow, casesServer("obj", { CASES_STOP: "keep going", CASES_STOP_COUNT: "1" })],
+      responses: [{ text: "done" }, { toolCalls: [{ name: "obj__t1", arguments: {} }] }, { text: "done" }, { text: "never asked" }],
+    });
+    try {
+      const pid = Number(readFileSync(log, "utf8").match(/^pid (\d+)$/m)?.[1]);
+      assert.ok(pid > 0);
+      const { result, events } = await runPrompt(t.session, "go");
+      const ended = performance.now();
+      assert.equal(result.stopReason, "end_turn");
+      assert.equal(t.llm.requests.length, 3);
+      const slowHooks = events.flatMap((e) => (e.type === "hook" && e.server === "slow" ? [e] : []));
+      assert.deepEqual(slowHooks.map((e) => e.outcome), ["timeout", "timeout"], "each wait counts as no objection");
+      for (const e of slowHooks) assert.ok(e.durationMs >= 2490 && e.durationMs < 2950, `waited ${e.durationMs} ms`);
+      const objHooks = events.flatMap((e) => (e.type === "hook" && e.server === "obj" ? [e.outcome] : []));
+      assert.deepEqual(objHooks, ["objection", "none"]);
+      // The late replies ("objection 1", "objection 2") are never injected, in any request.
+      for (const request of t.llm.requests) {
+        assert.doesNotMatch(JSON.stringify(request.body), /objection [12]/);
+        for (const item of injected(request.body)) assert.equal(item.server, "obj");
+      }
+      assert.equal(injected(t.llm.requests[2]!.body).length, 1, "one objection in history: obj's");
+      const alive = () => {
+        try {
+          process.kill(pid, 0);
+          return !readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z");
+        } catch {
+          return false;
+        }
+      };
+      while (alive() && performance.now() - ended < 1000) await new Promise((resolve) => setTimeout(resolve, 25));
+      assert.equal(alive(), false, "killed after the second consecutive timeout, gone within 1 s");
+      assert.match(readFileSync(log, "utf8"), /^cancelled _Stop 1$/m, "notifications/cancelled for the first abandoned call");
+      assert.deepEqual(t.registry.hookServers("_Stop"), ["obj"]);
+    } finally {
+      await closeChecked(t);
+      rmSync(log, { force: true });
+    }
+  });
+});
+
 describe("CASES audit: C. tool discovery", () => {
   test("C11 120 tools in pages of 50, hooks on page 3: 3 tools/list requests, the LLM sees 118, both hooks run", async () => {
     const log = join(tmpdir(), `sprout-c11-${process.pid}-${Date.now()}.log`);
