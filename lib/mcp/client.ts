@@ -10,10 +10,10 @@
 import process from "node:process";
 import { AgentError, isAbortError } from "../errors.ts";
 import { HttpTransport, PROTOCOL_VERSION_META_KEY } from "./http.ts";
-import { formatSeconds, JsonRpcError, JsonRpcPeer, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
+import { formatSeconds, INVALID_REQUEST, JsonRpcError, JsonRpcPeer, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
 import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
 import { spawnStdio } from "./stdio.ts";
-import type { StdioProcess } from "./stdio.ts";
+import type { OversizeLine, StdioProcess } from "./stdio.ts";
 import {
   LEGACY_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,
@@ -170,6 +170,7 @@ class Connection implements McpConnection {
       maxLineBytes: this.#options.maxLineBytes ?? 4_194_304,
       onMessage: (m) => peer.receive(m),
       onWarning: (m) => this.#warn(m),
+      onOversize: (line) => this.#oversize(peer, line),
       onExit: (info) => {
         if (this.#proc !== proc) return;
         this.#dead = true;
@@ -181,6 +182,34 @@ class Connection implements McpConnection {
     this.#proc = proc;
     const peer = this.#newPeer((m) => proc.send(m));
     this.#peer = peer;
+  }
+
+  /**
+   * A reply too long to read must not leave its request waiting for its timeout (660 s for a
+   * tool): fail that request now, naming the size and the variable. The request is found by
+   * the id read from the skipped bytes (exact: the top level of the JSON, not a guess). When
+   * no id can be read (the line is not a JSON-RPC object) and exactly one request is
+   * pending, the line can only be that request's reply, so it fails; with several pending,
+   * failing the oldest could fail a call whose reply is still to come, so they are left to
+   * their own timeouts. A request from the server that is too long is answered with -32600,
+   * so the server does not wait on it either.
+   */
+  #oversize(peer: JsonRpcPeer, line: OversizeLine): void {
+    const max = this.#options.maxLineBytes ?? 4_194_304;
+    const size = line.complete ? `is ${line.bytes} bytes` : `is longer than ${max} bytes`;
+    if (line.isRequest) {
+      if (line.id !== undefined) {
+        peer.answerError(line.id, INVALID_REQUEST, `Request too large: the message ${size}, over the ${max}-byte limit of the client`);
+      }
+      return;
+    }
+    const id = line.id ?? (line.complete && peer.pendingCount === 1 ? peer.pendingIds()[0] : undefined);
+    if (id === undefined) return;
+    peer.fail(id, (method) =>
+      new AgentError(
+        "mcp",
+        `Request "${method}" to server "${this.#name}" failed: its reply ${size}, over the ${max}-byte limit set by SPROUT_AGENT_MAX_LINE_BYTES (raise it, or make the server answer with less)`,
+      ));
   }
 
   #newPeer(send: (m: JsonRpcMessage, c: SendContext) => Promise<void>): JsonRpcPeer {

@@ -20,6 +20,8 @@ export interface JsonRpcMessage {
   error?: { code: number; message: string; data?: unknown };
 }
 
+/** JSON-RPC error code: the message is not a valid request (used for one too large to read). */
+export const INVALID_REQUEST = -32600;
 /** JSON-RPC error code: the method does not exist. */
 export const METHOD_NOT_FOUND = -32601;
 /** JSON-RPC error code of the official SDK for an unsupported protocol version (modern era). */
@@ -170,6 +172,38 @@ export class JsonRpcPeer {
       method,
       id: undefined,
     });
+  }
+
+  /** Ids of the requests still waiting, oldest first. */
+  pendingIds(): JsonRpcId[] {
+    return [...this.#pending.keys()];
+  }
+
+  /**
+   * Rejects one pending request now with `error(method)` (its reply arrived but cannot be
+   * read) and sends `notifications/cancelled` for it. Returns false when `id` is not
+   * pending; a later reply to it is discarded.
+   */
+  fail(id: JsonRpcId, error: (method: string) => Error): boolean {
+    const entry = this.#pending.get(id);
+    if (entry === undefined) return false;
+    this.#pending.delete(id);
+    entry.cleanup();
+    entry.controller.abort();
+    entry.reject(error(entry.method));
+    this.notify("notifications/cancelled", { requestId: id, reason: "reply unreadable" }).catch(() => {});
+    return true;
+  }
+
+  /** Answers a request from the server with a JSON-RPC error (best effort; failures are warnings). */
+  answerError(id: JsonRpcId, code: number, message: string): void {
+    const controller = new AbortController();
+    this.#options.send({ jsonrpc: "2.0", id, error: { code, message } }, { signal: controller.signal, method: undefined, id: undefined })
+      .catch((error: unknown) => {
+        this.#options.onWarning?.(
+          `Cannot answer a request from ${this.#options.label}: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      });
   }
 
   /** Feeds one parsed message (or a batch) that arrived from the server. */

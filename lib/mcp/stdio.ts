@@ -12,6 +12,8 @@ import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 import process from "node:process";
 import { AgentError } from "../errors.ts";
+import type { JsonRpcId } from "./jsonrpc.ts";
+import { JsonIdScanner } from "./line-scan.ts";
 import type { McpExitInfo, StdioServerConfig } from "./types.ts";
 
 /** Variables passed from the agent's environment to every stdio server (SPEC section 10). */
@@ -92,6 +94,18 @@ export function killAllServers(): void {
   liveGroups.clear();
 }
 
+/** A stdout line that went over `maxLineBytes` and was skipped (see {@link SpawnStdioOptions.onOversize}). */
+export interface OversizeLine {
+  /** Bytes of the line so far (all of it when `complete`), without the newline. */
+  bytes: number;
+  /** True when the line has ended. */
+  complete: boolean;
+  /** The message's top-level `id`, when it could be read from the bytes that went past. */
+  id?: JsonRpcId;
+  /** True when the message has a top-level `method` (a request or notification from the server). */
+  isRequest: boolean;
+}
+
 /** Options of {@link spawnStdio}. */
 export interface SpawnStdioOptions {
   /** Server name, for messages. */
@@ -104,6 +118,11 @@ export interface SpawnStdioOptions {
   maxLineBytes: number;
   /** Each parsed JSON message from stdout. */
   onMessage: (message: unknown) => void;
+  /**
+   * A line longer than `maxLineBytes` is being skipped: called once per such line, as soon
+   * as its top-level `id` has streamed past (`complete: false`), or when the line ends.
+   */
+  onOversize?: (line: OversizeLine) => void;
   onWarning: (message: string) => void;
   /** The process ended (after its stderr was drained, at most ~100 ms later). */
   onExit: (info: McpExitInfo) => void;
@@ -163,6 +182,9 @@ class StdioChild implements StdioProcess {
   #lineParts: string[] = [];
   #lineBytes = 0;
   #skipping = false;
+  /** While skipping a line: reads the id of the skipped message; undefined once reported. */
+  #scan: JsonIdScanner | undefined;
+  #skippedBytes = 0;
   #decoder = new TextDecoder();
 
   constructor(child: ChildProcess, pid: number, options: SpawnStdioOptions) {
@@ -187,6 +209,10 @@ class StdioChild implements StdioProcess {
         if (done) return;
         done = true;
         this.#alive = false;
+        // The leader is gone, so the connection is dead: anything left in its process group
+        // (a wrapper's background job, a worker it spawned) is an orphan. Kill it now, while
+        // the group id is still known to be ours, instead of leaving it to outlive the agent.
+        killGroup(pid, "SIGKILL");
         liveGroups.delete(pid);
         const settle = () => {
           this.#appendStderr(this.#stderrDecoder.decode());
@@ -271,16 +297,22 @@ class StdioChild implements StdioProcess {
       if (!this.#skipping && end > start) {
         if (this.#lineBytes + (end - start) > this.#options.maxLineBytes) {
           this.#skipping = true;
+          this.#options.onWarning(
+            `Skipped a line from server "${this.#options.name}" longer than ${this.#options.maxLineBytes} bytes (SPROUT_AGENT_MAX_LINE_BYTES)`,
+          );
+          // Read the id from the bytes kept so far (decoding kept every JSON punctuation byte),
+          // then from every byte that streams past, without keeping them.
+          this.#scan = new JsonIdScanner();
+          this.#scan.push(new TextEncoder().encode(this.#lineParts.join("")));
+          this.#skippedBytes = this.#lineBytes;
           this.#lineParts = [];
           this.#decoder = new TextDecoder();
-          this.#options.onWarning(
-            `Skipped a line from server "${this.#options.name}" longer than ${this.#options.maxLineBytes} bytes`,
-          );
         } else {
           this.#lineBytes += end - start;
           this.#lineParts.push(this.#decoder.decode(chunk.subarray(start, end), { stream: true }));
         }
       }
+      if (this.#skipping) this.#skipped(chunk, start, end, nl !== -1);
       if (nl === -1) break;
       if (!this.#skipping) {
         this.#lineParts.push(this.#decoder.decode());
@@ -291,6 +323,23 @@ class StdioChild implements StdioProcess {
       this.#skipping = false;
       start = nl + 1;
     }
+  }
+
+  /**
+   * Bytes `start`–`end` of a skipped line; reports it once its id and its kind (a response,
+   * or a request from the server, whose ids are another id space) are known, or when it ends.
+   */
+  #skipped(chunk: Uint8Array, start: number, end: number, ended: boolean): void {
+    this.#skippedBytes += end - start;
+    const scan = this.#scan;
+    if (scan === undefined) return; // already reported
+    const known = () => scan.id !== undefined && (scan.hasMethod || scan.hasResult);
+    if (!known()) scan.push(chunk, start, end);
+    if (!known() && !ended) return;
+    this.#scan = undefined;
+    const line: OversizeLine = { bytes: this.#skippedBytes, complete: ended, isRequest: scan.hasMethod };
+    if (scan.id !== undefined) line.id = scan.id;
+    this.#options.onOversize?.(line);
   }
 
   #line(line: string): void {
