@@ -182,6 +182,41 @@ describe("CASES audit: A. stop hooks, C04 inside a prompt", () => {
   });
 });
 
+describe("CASES audit: B. a server dying mid-call, inside a prompt", () => {
+  test("C08 die fails within 1 s as an is_error result naming the exit code; the loop goes on; other servers keep working", async () => {
+    const t = await startSession({
+      wire: "anthropic",
+      servers: [{ name: "fx" }, { name: "other" }],
+      responses: [
+        { toolCalls: [{ id: "d1", name: "fx__die", arguments: {} }] },
+        { toolCalls: [{ id: "e1", name: "other__echo", arguments: { text: "still here" } }, { id: "e2", name: "fx__echo", arguments: { text: "again" } }] },
+        { text: "done" },
+      ],
+    });
+    try {
+      const { result, events } = await runPrompt(t.session, "go");
+      assert.equal(result.stopReason, "end_turn", "the loop carries on");
+      const ends = events.flatMap((e) => (e.type === "tool-end" ? [e] : []));
+      const die = ends[0]!;
+      assert.equal(die.ok, false);
+      assert.ok(die.durationMs < 1000, `die failed after ${die.durationMs} ms`);
+      const msgs = messagesOf(t.llm.requests[1]!.body);
+      const block = (msgs.at(-1)!["content"] as Array<Record<string, unknown>>)[0]!;
+      assert.equal(block["tool_use_id"], "d1");
+      assert.equal(block["is_error"], true);
+      assert.match(JSON.stringify(block["content"]), /exited/);
+      assert.match(JSON.stringify(block["content"]), /code 1/);
+      const other = ends.find((e) => e.output.includes("still here"));
+      assert.ok(other?.ok, "another server keeps working");
+      const again = ends.find((e) => e.id === "e2");
+      assert.ok(again !== undefined);
+      assert.ok(again.ok || (again.durationMs < 1000 && /not running|not connected/.test(again.output)), `a second call fails fast or the server restarted: ${again.output}`);
+    } finally {
+      await closeChecked(t);
+    }
+  });
+});
+
 describe("CASES audit: C. tool discovery", () => {
   test("C11 120 tools in pages of 50, hooks on page 3: 3 tools/list requests, the LLM sees 118, both hooks run", async () => {
     const log = join(tmpdir(), `sprout-c11-${process.pid}-${Date.now()}.log`);

@@ -9,7 +9,7 @@ const noWait = (waits: number[]) => (ms: number) => {
 };
 
 describe("LLM retries (SPEC section 9)", () => {
-  test("retries retryable failures and succeeds, with growing jittered waits", async () => {
+  test("C24 retries retryable failures and succeeds, with growing jittered waits", async () => {
     const waits: number[] = [];
     let calls = 0;
     const result = await withRetry(async () => {
@@ -24,7 +24,7 @@ describe("LLM retries (SPEC section 9)", () => {
     assert.ok(waits[1]! > waits[0]! && waits[2]! > waits[1]!, `waits grow: ${waits}`);
   });
 
-  test("gives up after 4 attempts with an error naming the status and the provider's text", async () => {
+  test("C24 gives up after 4 attempts with an error naming the status and the provider's text", async () => {
     let calls = 0;
     const error = await withRetry(async () => {
       calls++;
