@@ -20,6 +20,7 @@ import { createModel } from "./lib/llm/model.ts";
 import { AgentSession } from "./lib/loop.ts";
 import { parseMcpConfig } from "./lib/mcp/config.ts";
 import { createRegistry } from "./lib/mcp/registry.ts";
+import { configSecrets, redact, redactEvent } from "./lib/redact.ts";
 import { killAllServers } from "./lib/mcp/stdio.ts";
 import type { McpServerConfig, ToolRegistry } from "./lib/mcp/types.ts";
 import { VERSION } from "./lib/version.ts";
@@ -40,6 +41,9 @@ Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 130/143 
 Environment (default in brackets):
 ${CONFIG_VARIABLES.map((v) => `  ${v.name.padEnd(34)} ${v.meaning} [${v.default}]`).join("\n")}
 `;
+
+/** API keys and configured header values: redacted from everything printed (guarantee 6). */
+let secrets: string[] = [];
 
 interface RunArgs {
   mcpConfig: string | undefined;
@@ -177,7 +181,9 @@ async function run(args: string[]): Promise<number> {
   const parsed = parseRunArgs(args);
   const config: Config = loadConfig(process.env, (p) => readFileSync(p, "utf8"));
   requireProvider(config);
+  secrets = configSecrets(config);
   const servers = loadServers(parsed.mcpConfig);
+  secrets = configSecrets(config, servers);
   let prompt: string;
   if (parsed.prompt.length === 0 || (parsed.prompt.length === 1 && parsed.prompt[0] === "-")) {
     if (parsed.prompt.length === 0 && process.stdin.isTTY) {
@@ -189,8 +195,12 @@ async function run(args: string[]): Promise<number> {
 
   const model = createModel(config);
   const json = parsed.json;
-  const emitJson = (value: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(value)}\n`);
-  const human = json ? undefined : humanPrinter();
+  const emitJson = (value: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(redactEvent(value as { type: string }, secrets))}\n`);
+  const printer = json ? undefined : humanPrinter();
+  const human = printer === undefined ? undefined : {
+    event: (e: AgentEvent) => printer.event(redactEvent(e, secrets)),
+    result: (r: PromptResult) => printer.result(r),
+  };
   const warn = (message: string) => {
     if (json) emitJson({ type: "warning", message });
     else human!.event({ type: "warning", message });
@@ -218,7 +228,8 @@ async function run(args: string[]): Promise<number> {
     env: process.env,
     onWarning: warn,
   });
-  for (const f of failures) warn(`Cannot start server "${f.server}": ${f.message}`);
+  // The registry's messages already name the server, most as "Cannot start server …".
+  for (const f of failures) warn(f.message.startsWith("Cannot start server") ? f.message : `Cannot start server "${f.server}": ${f.message}`);
   let registryRef: ToolRegistry | undefined = registry;
   try {
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
@@ -232,7 +243,7 @@ async function run(args: string[]): Promise<number> {
     try {
       result = await runHandle.result;
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = redact(error instanceof Error ? error.message : String(error), secrets);
       if (json) emitJson({ type: "error", message });
       else process.stderr.write(`error: ${message}\n`);
       return 1;
@@ -288,6 +299,6 @@ main(process.argv.slice(2)).then(
     killAllServers();
     const usage = error instanceof AgentError && (error.code === "config" || error.code === "usage");
     const text = usage || error instanceof AgentError ? (error as Error).message : error instanceof Error ? error.stack ?? error.message : String(error);
-    process.stderr.write(`sprout-agent: ${text}\n`, () => process.exit(usage ? 2 : 1));
+    process.stderr.write(`sprout-agent: ${redact(text, secrets)}\n`, () => process.exit(usage ? 2 : 1));
   },
 );

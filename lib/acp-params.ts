@@ -5,7 +5,7 @@
  * @module
  */
 
-import { MAX_SERVERS, sanitizeServerNames } from "./mcp/config.ts";
+import { headerProblem, MAX_SERVERS, sanitizeServerNames } from "./mcp/config.ts";
 import type { McpServerConfig } from "./mcp/types.ts";
 
 /** JSON-RPC error codes used on the wire. */
@@ -113,7 +113,12 @@ export function acpServers(raw: unknown, cwd: string): McpServerConfig[] {
     if (type === "http") {
       const url = s["url"];
       if (typeof url !== "string" || !URL.canParse(url)) throw invalid(method, `${at}.url must be a valid URL`);
-      return { name, ...display, transport: { type: "http", url, headers: pairs(method, `${at}.headers`, s["headers"]) } };
+      const headers = pairs(method, `${at}.headers`, s["headers"]);
+      for (const [key, value] of Object.entries(headers)) {
+        const problem = headerProblem(key, value);
+        if (problem !== undefined) throw invalid(method, `${at}.headers ${JSON.stringify(key)} ${problem}`);
+      }
+      return { name, ...display, transport: { type: "http", url, headers } };
     }
     if (type !== "stdio") throw invalid(method, `${at}.type ${JSON.stringify(type)} is not one of stdio, http`);
     const command = s["command"];

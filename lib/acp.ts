@@ -20,6 +20,7 @@ import { createRegistry } from "./mcp/registry.ts";
 import type { McpEra, ToolRegistry } from "./mcp/types.ts";
 import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./acp-params.ts";
 import { sessionUpdates } from "./acp-updates.ts";
+import { configSecrets, redact, redactEvent } from "./redact.ts";
 import { AGENT_NAME, VERSION } from "./version.ts";
 
 export { RPC_ERRORS } from "./acp-params.ts";
@@ -70,7 +71,7 @@ export async function serveAcp(options: AcpOptions): Promise<number> {
     config = loadConfig(options.env, readFile);
     createModel(config, { readFile, env: options.env }); // surfaces a missing key or a bad script now
   } catch (error) {
-    stderr.write(`sprout-agent: ${(error as Error).message}\n`);
+    stderr.write(`sprout-agent: ${redact((error as Error).message)}\n`);
     return 2;
   }
   return await new AcpServer(options, config, readFile, stderr).serve();
@@ -96,6 +97,8 @@ class AcpServer {
   readonly #inflight = new Set<Promise<void>>();
   readonly #eraCache = new Map<string, McpEra>();
   readonly #decoder = new TextDecoder("utf-8", { fatal: true });
+  /** API keys and every header value and credential variable clients gave: never sent or logged. */
+  readonly #secrets = new Set<string>();
   #closing = false;
   #outClosed = false;
 
@@ -104,6 +107,7 @@ class AcpServer {
     this.#config = config;
     this.#readFile = readFile;
     this.#stderr = stderr;
+    for (const secret of configSecrets(config)) this.#secrets.add(secret);
   }
 
   async serve(): Promise<number> {
@@ -160,7 +164,7 @@ class AcpServer {
   }
 
   #log(message: string): void {
-    this.#stderr.write(`sprout-agent acp: ${message}\n`);
+    this.#stderr.write(`sprout-agent acp: ${redact(message, this.#secrets)}\n`);
   }
 
   /** The one writer of stdout: one `write` per message, so lines never interleave. */
@@ -175,7 +179,7 @@ class AcpServer {
   }
 
   #error(id: Id, code: number, message: string): void {
-    this.#send({ jsonrpc: "2.0", id, error: { code, message } });
+    this.#send({ jsonrpc: "2.0", id, error: { code, message: redact(message, this.#secrets) } });
   }
 
   #notify(sessionId: string, update: Record<string, unknown>): void {
@@ -288,6 +292,7 @@ class AcpServer {
       throw invalid("session/new", `cwd ${JSON.stringify(cwd ?? null)} must be an absolute path`);
     }
     const servers = acpServers(p["mcpServers"] ?? [], cwd);
+    for (const secret of configSecrets(this.#config, servers)) this.#secrets.add(secret);
     if (this.#closing) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
     const sessionId = `ses_${randomHex(8)}`;
     const { registry, failures } = await createRegistry(servers, {
@@ -306,7 +311,11 @@ class AcpServer {
       const display = (name: string) => servers.find((s) => s.name === name)?.displayName ?? name;
       throw new RpcError(
         RPC_ERRORS.agent,
-        failures.map((f) => `Cannot start server ${JSON.stringify(display(f.server))}: ${f.message}`).join("; "),
+        failures.map((f) => {
+          // The registry's message already names the server (by its sanitised name).
+          const detail = f.message.replace(`Cannot start server ${JSON.stringify(f.server)}: `, "");
+          return `Cannot start server ${JSON.stringify(display(f.server))}: ${detail}`;
+        }).join("; "),
       );
     }
     const model = createModel(this.#config, {
@@ -359,7 +368,7 @@ class AcpServer {
   }
 
   #onEvent(sessionId: string, event: AgentEvent): void {
-    const { updates, log } = sessionUpdates(event);
+    const { updates, log } = sessionUpdates(redactEvent(event, this.#secrets));
     for (const update of updates) this.#notify(sessionId, update);
     if (log !== undefined) this.#log(`[${sessionId}] ${log}`);
   }

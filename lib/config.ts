@@ -4,6 +4,11 @@
  */
 
 import { AgentError } from "./errors.ts";
+import { headerProblem } from "./mcp/config.ts";
+import { redact } from "./redact.ts";
+
+/** The longest delay a timer can wait (2^31 - 1 ms, about 24.8 days); longer ones fire at once. */
+export const MAX_TIMER_MS = 2_147_483_647;
 
 /** `MCP_HOOK_SERVERS` parsed (SPEC section 3): no hooks, every server's, or a list of names. */
 export type HookServers = { kind: "none" } | { kind: "all" } | { kind: "only"; names: string[] };
@@ -87,7 +92,7 @@ export function hooksEnabledFor(allow: HookServers, server: string): boolean {
 
 type Env = Record<string, string | undefined>;
 
-function integer(env: Env, name: string, fallback: number, min: number): number {
+function integer(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined) return fallback;
   const text = raw.trim();
@@ -98,12 +103,42 @@ function integer(env: Env, name: string, fallback: number, min: number): number 
   if (!Number.isSafeInteger(value) || value < min) {
     throw new AgentError("config", `Invalid ${name}: ${JSON.stringify(raw)} must be at least ${min}`);
   }
+  if (value > max) throw new AgentError("config", `Invalid ${name}: ${JSON.stringify(raw)} must be at most ${max}`);
   return value;
 }
 
 function text(env: Env, name: string): string | undefined {
   const raw = env[name];
   return raw === undefined || raw === "" ? undefined : raw;
+}
+
+/** An API key, sent as a header: surrounding whitespace dropped; never quoted in the error. */
+function apiKey(env: Env, name: string): string | undefined {
+  const raw = text(env, name)?.trim();
+  if (raw === undefined) return undefined;
+  if (raw === "" || headerProblem("x-api-key", raw) !== undefined) {
+    throw new AgentError(
+      "config",
+      `Invalid ${name}: ${raw === "" ? "it is only whitespace" : "it contains a line break, a control or non-Latin-1 character, which cannot be sent in an HTTP header"}`,
+    );
+  }
+  return raw;
+}
+
+/** A base URL: an absolute http or https URL. */
+function baseUrl(env: Env, name: string, fallback: string): string {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    throw new AgentError("config", `Invalid ${name}: ${JSON.stringify(redact(raw))} is not an http or https URL`);
+  }
+  return raw.trim();
 }
 
 /**
@@ -153,31 +188,33 @@ export function loadConfig(env: Env, readFile: (path: string) => string): Config
       `Invalid SPROUT_AGENT_MAX_CONTEXT_TOKENS: ${maxContextTokens} must be greater than SPROUT_AGENT_MAX_OUTPUT_TOKENS (${maxOutputTokens})`,
     );
   }
+  // Timeouts become timers: a longer one would fire at once.
+  const maxSeconds = Math.floor(MAX_TIMER_MS / 1000);
   const config: Config = {
     provider,
     anthropic: {
-      apiKey: text(env, "ANTHROPIC_API_KEY"),
+      apiKey: apiKey(env, "ANTHROPIC_API_KEY"),
       model: text(env, "ANTHROPIC_MODEL"),
-      baseUrl: text(env, "ANTHROPIC_BASE_URL") ?? "https://api.anthropic.com",
+      baseUrl: baseUrl(env, "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
       apiVersion: text(env, "ANTHROPIC_API_VERSION") ?? "2023-06-01",
     },
     openai: {
-      apiKey: text(env, "OPENAI_COMPAT_API_KEY"),
+      apiKey: apiKey(env, "OPENAI_COMPAT_API_KEY"),
       model: text(env, "OPENAI_COMPAT_MODEL"),
-      baseUrl: text(env, "OPENAI_COMPAT_BASE_URL") ?? "https://api.openai.com/v1",
+      baseUrl: baseUrl(env, "OPENAI_COMPAT_BASE_URL", "https://api.openai.com/v1"),
     },
     scriptPath: text(env, "SPROUT_AGENT_SCRIPT"),
     systemPrompt,
     maxRounds: integer(env, "SPROUT_AGENT_MAX_ROUNDS", 0, 0),
     maxOutputTokens,
     maxContextTokens,
-    llmTimeoutMs: integer(env, "SPROUT_AGENT_LLM_TIMEOUT_SECS", 120, 1) * 1000,
-    toolTimeoutMs: integer(env, "SPROUT_AGENT_TOOL_TIMEOUT_SECS", 660, 1) * 1000,
-    mcpInitTimeoutMs: integer(env, "SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS", 30, 1) * 1000,
+    llmTimeoutMs: integer(env, "SPROUT_AGENT_LLM_TIMEOUT_SECS", 120, 1, maxSeconds) * 1000,
+    toolTimeoutMs: integer(env, "SPROUT_AGENT_TOOL_TIMEOUT_SECS", 660, 1, maxSeconds) * 1000,
+    mcpInitTimeoutMs: integer(env, "SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS", 30, 1, maxSeconds) * 1000,
     maxParallelTools: integer(env, "SPROUT_AGENT_MAX_PARALLEL_TOOLS", 8, 1),
     maxToolResultBytes: integer(env, "SPROUT_AGENT_MAX_TOOL_RESULT_BYTES", 51200, 256),
     maxHandoffs: integer(env, "SPROUT_AGENT_MAX_HANDOFFS", 5, 0),
-    hookTimeoutMs: integer(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 2500, 1),
+    hookTimeoutMs: integer(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 2500, 1, MAX_TIMER_MS),
     stopMaxRejections: integer(env, "SPROUT_AGENT_STOP_MAX_REJECTIONS", 3, 0),
     hookServers: parseHookServers(env["MCP_HOOK_SERVERS"]),
     maxLineBytes: integer(env, "SPROUT_AGENT_MAX_LINE_BYTES", 4194304, 1024),

@@ -8,6 +8,7 @@
 
 import { abortReason, AttemptError, isRetryableStatus, parseRetryAfter } from "./retry.ts";
 import { readSse, type SseEvent } from "./sse.ts";
+import { headerSecrets, redact } from "../redact.ts";
 import type { ResultBlock } from "../types.ts";
 
 /** How one attempt is sent. */
@@ -30,7 +31,9 @@ export interface AttemptHandlers<T> {
 /**
  * Sends one attempt and hands its answer to `handlers`.
  * @throws {AttemptError} for a non-2xx status (with the provider's error text), a timeout
- *   (retryable) or what the handlers throw; other errors (connection) pass through unchanged
+ *   (retryable) or what the handlers throw; any other error (a connection error) becomes a
+ *   retryable one. Every message has the request's credentials (`x-api-key`, `Authorization`)
+ *   redacted, also when the provider's error body echoes them.
  */
 export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptHandlers<T>): Promise<T> {
   const controller = new AbortController();
@@ -86,12 +89,34 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
     if (timedOut && !(outer?.aborted ?? false)) {
       throw new AttemptError(`timed out after ${request.timeoutMs} ms`, { retryable: true, cause: error });
     }
-    throw error;
+    if (outer?.aborted ?? false) throw error;
+    throw redactAttempt(error, headerSecrets(request.headers, false));
   } finally {
     clearTimeout(timer);
     outer?.removeEventListener("abort", onAbort);
     if (body !== null && !body.locked) await body.cancel().catch(() => {});
   }
+}
+
+/** `error` as an {@link AttemptError} whose text holds none of `secrets`; a non-attempt error is a retryable connection error. */
+function redactAttempt(error: unknown, secrets: string[]): AttemptError {
+  if (error instanceof AttemptError) {
+    const detail = redact(error.detail, secrets);
+    if (detail === error.detail) return error;
+    return new AttemptError(detail, {
+      retryable: error.retryable,
+      ...(error.status === undefined ? {} : { status: error.status }),
+      ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+    });
+  }
+  return new AttemptError(`connection error: ${redact(describeError(error), secrets)}`, { retryable: true });
+}
+
+function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as { cause?: unknown }).cause;
+  const inner = cause instanceof Error && cause.message && cause.message !== error.message ? ` (${cause.message})` : "";
+  return `${error.message}${inner}`;
 }
 
 function retryAfter(headers: Headers): { retryAfterMs?: number } {

@@ -98,6 +98,18 @@ export function objectKeysInOrder(text: string, path: readonly string[]): string
   return value(0) ?? [];
 }
 
+/**
+ * Why an HTTP header cannot be sent as configured, or `undefined` when it can: the name must be
+ * an HTTP token, the value free of line breaks, NUL and characters beyond Latin-1. The value
+ * itself is never quoted (it is often a credential).
+ * @example headerProblem("Authorization", "Bearer a\nb") // "contains a line break, NUL or non-Latin-1 character"
+ */
+export function headerProblem(name: string, value: string): string | undefined {
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return "is not a valid HTTP header name";
+  if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(value)) return "contains a line break, NUL or non-Latin-1 character";
+  return undefined;
+}
+
 function fail(file: string, message: string): never {
   throw new AgentError("config", `Invalid MCP configuration ${JSON.stringify(file)}: ${message}`);
 }
@@ -162,7 +174,12 @@ export function parseMcpConfig(
       } catch {
         fail(file, `${at}.url ${JSON.stringify(url)} is not a valid URL`);
       }
-      config = { name, transport: { type: "http", url, headers: stringMap(file, `${at}.headers`, s["headers"], options.env) } };
+      const headers = stringMap(file, `${at}.headers`, s["headers"], options.env);
+      for (const [key, value] of Object.entries(headers)) {
+        const problem = headerProblem(key, value);
+        if (problem !== undefined) fail(file, `${at}.headers.${key} ${problem}`);
+      }
+      config = { name, transport: { type: "http", url, headers } };
     } else if (type === "stdio") {
       if (typeof s["command"] !== "string" || s["command"] === "") fail(file, `${at}.command must be a non-empty string`);
       const args = s["args"] ?? [];

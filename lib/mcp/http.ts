@@ -8,6 +8,7 @@
 
 import { AgentError } from "../errors.ts";
 import { readSse } from "../llm/sse.ts";
+import { headerSecrets, redact } from "../redact.ts";
 import { JsonRpcError } from "./jsonrpc.ts";
 import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
 import type { HttpServerConfig } from "./types.ts";
@@ -44,12 +45,15 @@ export class HttpTransport {
   #sessionId: string | undefined;
   #reinit: Promise<void> | undefined;
   #listening: AbortController | undefined;
+  /** The configured header values: never shown in an error message (guarantee 6). */
+  #secrets: string[];
   /** The legacy protocol version, sent as `MCP-Protocol-Version` once negotiated. */
   legacyVersion: string | undefined;
 
   constructor(config: HttpServerConfig, options: HttpTransportOptions) {
     this.#config = config;
     this.#options = options;
+    this.#secrets = headerSecrets(config.headers, true);
   }
 
   /** The legacy session id, if the server gave one. */
@@ -149,7 +153,15 @@ export class HttpTransport {
   }
 
   #headers(): Headers {
-    const headers = new Headers(this.#config.headers);
+    let headers: Headers;
+    try {
+      headers = new Headers(this.#config.headers);
+    } catch (error) {
+      throw new AgentError(
+        "mcp",
+        `Cannot send to server "${this.#options.name}": invalid headers in its configuration: ${redact((error as Error).message, this.#secrets)}`,
+      );
+    }
     if (this.legacyVersion !== undefined) headers.set("mcp-protocol-version", this.legacyVersion);
     return headers;
   }
@@ -294,18 +306,19 @@ export class HttpTransport {
     const prefix = `Request "${context.method ?? "response"}" to server "${this.#options.name}" failed`;
     const rpc = parseRpcError(text);
     if (rpc !== undefined) {
-      return new JsonRpcError(`${prefix}: HTTP ${status}: ${rpc.message} (code ${rpc.code})`, rpc, status);
+      const message = redact(rpc.message, this.#secrets);
+      return new JsonRpcError(`${prefix}: HTTP ${status}: ${message} (code ${rpc.code})`, { ...rpc, message }, status);
     }
     const auth = status === 401 || status === 403
       ? " (check the server's headers, for example Authorization)"
       : "";
-    const snippet = text.trim().slice(0, 300);
+    const snippet = redact(text.trim().slice(0, 300), this.#secrets);
     return new AgentError("mcp", `${prefix}: HTTP ${status}${auth}${snippet ? `: ${snippet}` : ""}`, { status });
   }
 
   #failure(context: SendContext, signal: AbortSignal, error: unknown): Error {
     if (error instanceof AgentError) return error;
-    const reason = signal.aborted ? "the request was abandoned" : error instanceof Error ? error.message : String(error);
+    const reason = signal.aborted ? "the request was abandoned" : redact(error instanceof Error ? error.message : String(error), this.#secrets);
     return new AgentError("mcp", `Request "${context.method ?? "response"}" to server "${this.#options.name}" failed: ${reason}`, {
       cause: error,
     });
