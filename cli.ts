@@ -220,7 +220,7 @@ async function run(args: string[]): Promise<number> {
   process.on("SIGINT", onSignal("SIGINT"));
   process.on("SIGTERM", onSignal("SIGTERM"));
 
-  const { registry, failures } = await createRegistry(servers, {
+  const starting = createRegistry(servers, {
     sessionId,
     initTimeoutMs: config.mcpInitTimeoutMs,
     maxLineBytes: config.maxLineBytes,
@@ -228,6 +228,18 @@ async function run(args: string[]): Promise<number> {
     env: process.env,
     onWarning: warn,
   });
+  // A server still starting (up to SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS, 30 s) must not hold a
+  // signal back: exit now. killAllServers() on the way out ends every server spawned so far.
+  const aborted = new Promise<"aborted">((resolve) => {
+    if (controller.signal.aborted) resolve("aborted");
+    controller.signal.addEventListener("abort", () => resolve("aborted"), { once: true });
+  });
+  const started = await Promise.race([starting, aborted]);
+  if (started === "aborted") {
+    void starting.then(({ registry }) => registry.close()).catch(() => {});
+    return signalled === "SIGINT" ? 130 : 143;
+  }
+  const { registry, failures } = started;
   // The registry's messages already name the server, most as "Cannot start server …".
   for (const f of failures) warn(f.message.startsWith("Cannot start server") ? f.message : `Cannot start server "${f.server}": ${f.message}`);
   let registryRef: ToolRegistry | undefined = registry;

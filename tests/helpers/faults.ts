@@ -109,7 +109,14 @@ export function agentEnv(extra: Record<string, string>): Record<string, string> 
 export function runCli(
   args: string[],
   env: Record<string, string>,
-  options: { cwd?: string; stdin?: string; timeoutMs?: number; onLine?: (line: string, signal: (sig: NodeJS.Signals) => void) => void } = {},
+  options: {
+    cwd?: string;
+    stdin?: string;
+    timeoutMs?: number;
+    onLine?: (line: string, signal: (sig: NodeJS.Signals) => void) => void;
+    /** Called once the agent is spawned, with the function that signals it. */
+    onStart?: (signal: (sig: NodeJS.Signals) => void) => void;
+  } = {},
 ): Promise<Run> {
   const [cmd, ...pre] = tsCommand(join(repoRoot, "cli.ts"));
   const started = Date.now();
@@ -137,6 +144,7 @@ export function runCli(
   child.stderr.on("data", (d) => (stderr += d));
   child.stdin.on("error", () => {});
   child.stdin.end(options.stdin ?? "");
+  options.onStart?.(signal);
   const killer = setTimeout(() => signal("SIGKILL"), options.timeoutMs ?? 60_000);
   return new Promise((resolve) => {
     child.on("close", (code, sig) => {
