@@ -137,6 +137,8 @@ export function parseMcpConfig(
   file: string,
   options: { env: Env; resolvePath: (base: string, relative: string) => string },
 ): McpServerConfig[] {
+  // Editors on Windows may save the file with a byte-order mark, which JSON.parse refuses.
+  if (text.startsWith("\uFEFF")) text = text.slice(1);
   let root: unknown;
   try {
     root = JSON.parse(text);
@@ -149,6 +151,9 @@ export function parseMcpConfig(
   if (typeof servers !== "object" || servers === null || Array.isArray(servers)) fail(file, "mcpServers must be an object");
   const names = objectKeysInOrder(text, ["mcpServers"]);
   if (names.length > MAX_SERVERS) fail(file, `${names.length} servers configured, at most ${MAX_SERVERS} are allowed`);
+  // JSON.parse keeps only the last of two equal keys: a second server would vanish silently.
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) fail(file, `server name ${JSON.stringify(twice)} is used twice in mcpServers`);
   const folder = file.includes("/") ? file.slice(0, file.lastIndexOf("/")) || "/" : ".";
   return names.map((name): McpServerConfig => {
     if (!SERVER_NAME_PATTERN.test(name) || name.includes("__")) {
