@@ -15,7 +15,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Buffer } from "node:buffer";
-import { type FakeLlm, type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing.ts";
+import { type FakeLlm, type FakeTurn, type RecordedRequest, startFakeLlm, validateAnthropicRequest, validateOpenAiRequest } from "../lib/testing.ts";
+import { objectSchema } from "../lib/mcp/registry-tools.ts";
 import { type CliRun, fixtureConfig, pool, runCli } from "./helpers/cli.ts";
 import { spawnAgent, stdioFixture } from "./helpers/acp.ts";
 import { messagesOf, toolNamesOf } from "./helpers/session.ts";
@@ -259,7 +260,10 @@ describe("guarantee 5: hostile tool lists, huge results and hook text (cli.ts ru
     return file;
   };
   const goodNames = ["fs.read/file", "fs_read_file", "x".repeat(70), "名前", "with space", "semi;colon", "plain"];
-  const badSchemas = ["any_of", "string_schema", "no_type", "text_schema", "array_schema", "null_schema", "bad_properties", "one_of_scalars", "no_schema"];
+  const badSchemas = ["any_of", "string_schema", "no_type", "text_schema", "array_schema", "null_schema", "bad_properties", "bad_property", "bad_required", "one_of_scalars", "no_schema"];
+  // How SPEC 5.4 treats each: repaired to an object schema, or skipped with a warning naming it.
+  const repaired = ["any_of", "no_type", "null_schema", "no_schema", "bad_required"];
+  const skipped = ["string_schema", "text_schema", "array_schema", "bad_properties", "bad_property", "one_of_scalars"];
 
   for (const wire of WIRES) {
     test(`(${wire}) illegal tool names are mapped to legal distinct names and called by their exact bare name; non-object schemas are repaired or skipped by name; nothing else breaks`, async () => {
@@ -284,6 +288,9 @@ describe("guarantee 5: hostile tool lists, huge results and hook text (cli.ts ru
         for (const name of badSchemas) {
           assert.ok([...bare.values()].includes(name) || warnings.some((w) => w.includes(name)), `${name} is repaired or named in a warning: ${warnings.join(" | ")}`);
         }
+        for (const name of repaired) assert.ok([...bare.values()].includes(name), `${name} is repaired`);
+        for (const name of skipped) assert.ok(warnings.some((w) => w.includes(`"${name}"`)), `${name} is skipped with a warning naming it`);
+        assert.ok(warnings.some((w) => /Skipped 2 tools of server "bad-tools" without a name/.test(w)), warnings.join(" | "));
         const ends = run.events.filter((e) => e["type"] === "tool-end");
         assert.equal(ends.length, listed.length);
         for (const end of ends) {
@@ -293,6 +300,20 @@ describe("guarantee 5: hostile tool lists, huge results and hook text (cli.ts ru
       });
     });
   }
+
+  test("schemas whose properties or required are malformed are refused by the fake as by the APIs, and repaired or skipped by the agent", () => {
+    const tool = (schema: unknown) => ({ name: "t", description: "d", input_schema: schema });
+    const fn = (schema: unknown) => ({ type: "function", function: { name: "t", description: "d", parameters: schema } });
+    const messages = [{ role: "user", content: "hi" }];
+    for (const schema of [{ type: "object", properties: "x" }, { type: "object", properties: { a: 1 } }, { type: "object", required: "a" }]) {
+      assert.equal(validateAnthropicRequest({ model: "m", max_tokens: 1, messages, tools: [tool(schema)] }).length, 1, JSON.stringify(schema));
+      assert.equal(validateOpenAiRequest({ model: "m", messages, tools: [fn(schema)] }).length, 1, JSON.stringify(schema));
+    }
+    assert.deepEqual(objectSchema({ type: "object", properties: { a: { type: "string" } }, required: "a" }), { schema: { type: "object", properties: { a: { type: "string" } } } });
+    assert.deepEqual(objectSchema({ type: "object", required: ["a", 1] }), { schema: { type: "object", required: ["a"] } });
+    assert.ok("skip" in objectSchema({ type: "object", properties: [] }));
+    assert.ok("skip" in objectSchema({ properties: { a: "string" } }));
+  });
 
   test("a tool returning 5 MB: over the line limit it fails at once with a clear error and the server keeps working; under it, the result is cut to the cap with its size", async () => {
     badInputs += 2;

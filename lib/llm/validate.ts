@@ -34,6 +34,18 @@ function schemaProblems(schema: unknown, where: string, anthropic: boolean, name
     const got = typeof schema["type"] === "string" ? schema["type"] : "None";
     return [anthropic ? `${where}.type: Input should be 'object'` : `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "${got}"'.`];
   }
+  // Both APIs check the schema itself: `properties` an object of schemas, `required` a list of names.
+  const properties = schema["properties"];
+  const badProperties = properties !== undefined &&
+    (!isObj(properties) || Object.values(properties).some((p) => !isObj(p) && typeof p !== "boolean"));
+  const required = schema["required"];
+  const badRequired = required !== undefined && (!Array.isArray(required) || required.some((r) => typeof r !== "string"));
+  if (badProperties || badRequired) {
+    const field = badProperties ? "properties" : "required";
+    return [anthropic
+      ? `${where}: JSON schema is invalid. It must match JSON Schema draft 2020-12 (${field})`
+      : `Invalid schema for function '${name}': ${JSON.stringify(badProperties ? properties : required)} is not valid under any of the given schemas (${field}).`];
+  }
   return [];
 }
 

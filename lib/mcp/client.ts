@@ -406,6 +406,7 @@ class Connection implements McpConnection {
     const byName = new Map<string, McpTool>();
     const seen = new Set<string>();
     let duplicates = 0;
+    let nameless = 0;
     let cursor: string | undefined;
     const pageOptions: McpRequestOptions = { ...options, timeoutMs: options.timeoutMs ?? this.#initTimeoutMs };
     for (let page = 0;; page++) {
@@ -422,7 +423,10 @@ class Connection implements McpConnection {
       }
       for (const tool of result.tools) {
         const t = asObject(tool);
-        if (!t || typeof t.name !== "string") continue;
+        if (!t || typeof t.name !== "string" || t.name === "") {
+          nameless++;
+          continue;
+        }
         if (byName.has(t.name)) duplicates++;
         else byName.set(t.name, t as McpTool);
       }
@@ -435,6 +439,7 @@ class Connection implements McpConnection {
       seen.add(next);
       cursor = next;
     }
+    if (nameless > 0) this.#warn(`Skipped ${nameless} tool${nameless === 1 ? "" : "s"} of server "${this.#name}" without a name (a non-empty string)`);
     if (duplicates > 0) this.#warn(`Server "${this.#name}" listed ${duplicates} tool names more than once; kept the first of each`);
     return [...byName.values()];
   }

@@ -106,14 +106,24 @@ const COMBINATORS = ["anyOf", "oneOf", "allOf"] as const;
  *   `"object"`; `{required: [...]}` branches included) → one object schema with the
  *   branches' properties merged (`required`: the union for `allOf`, the
  *   intersection for `anyOf`/`oneOf`), the combinator removed;
- * - anything else (a non-object `type`, a non-object branch, not a JSON object) → `skip`.
+ * - `required` that is not a list of names → its names kept (or dropped);
+ * - anything else (a non-object `type`, a non-object branch, `properties` that are not an
+ *   object of schemas, not a JSON object) → `skip`.
  */
 export function objectSchema(schema: unknown): { schema: Json } | { skip: string } {
   if (schema === undefined || schema === null) return { schema: { type: "object", properties: {} } };
   if (!isPlainObject(schema)) return { skip: "its input schema is not a JSON object" };
   const typeError = nonObjectType(schema.type);
   if (typeError !== undefined) return { skip: `its input schema has type ${typeError}, not "object"` };
+  const propertiesError = badProperties(schema.properties);
+  if (propertiesError !== undefined) return { skip: `its input schema has ${propertiesError}` };
   const out: Json = { ...schema, type: "object" };
+  // A `required` that is not a list of names would make the API refuse the request: keep the names.
+  if (schema.required !== undefined) {
+    const names = strings(schema.required);
+    if (names.length > 0) out.required = names;
+    else delete out.required;
+  }
   const branches: { kind: string; schema: Json }[] = [];
   for (const kind of COMBINATORS) {
     const list = schema[kind];
@@ -145,6 +155,14 @@ export function objectSchema(schema: unknown): { schema: Json } | { skip: string
   if (required.size > 0) out.required = [...required];
   else delete out.required;
   return { schema: out };
+}
+
+/** Why `properties` is not an object of schemas, or `undefined` when it is (or is absent). */
+function badProperties(properties: unknown): string | undefined {
+  if (properties === undefined) return undefined;
+  if (!isPlainObject(properties)) return "properties that are not an object";
+  const bad = Object.entries(properties).find(([, p]) => !isPlainObject(p) && typeof p !== "boolean");
+  return bad === undefined ? undefined : `property ${JSON.stringify(bad[0])} whose schema is not an object`;
 }
 
 /** `undefined` when `type` allows an object, else its JSON text. */
