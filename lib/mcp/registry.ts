@@ -250,7 +250,8 @@ class McpRegistry implements ToolRegistry {
       const how = info === undefined ? messageOf(error) : exitText(info);
       return `Server "${server.name}" exited during tool "${tool}" (${how})${tail === "" ? "" : `; stderr:\n${tail}`}`;
     }
-    if (error instanceof AgentError) return `Tool call rejected by server "${server.name}": ${error.message}`;
+    // Not a JSON-RPC error: the call failed on our side (a reply too long to read, a transport
+    // fault), so the server did not reject anything.
     return `Tool call to server "${server.name}" failed: ${messageOf(error)}`;
   }
 
