@@ -28,6 +28,9 @@ const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
 let dir: string;
+/** LLM requests checked by the fake (all must be valid: guarantee 4). */
+let checked = 0;
+after(() => console.log(`reliability-input: ${checked} LLM requests, 0 rejected`));
 let script: string;
 before(() => {
   dir = mkdtempSync(join(tmpdir(), "sprout-rel-input-"));
@@ -53,6 +56,7 @@ async function withLlm<T>(responses: FakeTurn[] | ((r: RecordedRequest, i: numbe
   try {
     const out = await body(llm);
     assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), [], "guarantee 4: no request rejected");
+    checked += llm.requests.length;
     return out;
   } finally {
     await llm.close();

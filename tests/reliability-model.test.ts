@@ -19,6 +19,9 @@ type Wire = "anthropic" | "openai";
 const WIRES: Wire[] = ["anthropic", "openai"];
 
 let dir: string;
+/** LLM requests checked by the fake (all must be valid: guarantee 4). */
+let checked = 0;
+after(() => console.log(`reliability-model: ${checked} LLM requests, 0 rejected`));
 before(() => {
   dir = mkdtempSync(join(tmpdir(), "sprout-rel-model-"));
 });
@@ -48,6 +51,7 @@ async function cliRun(wire: Wire, turns: FakeTurn[], options: { json?: boolean }
     const run = await runCli(args, llmEnv(wire, llm), { cwd: dir });
     const echoes = fixtureCalls(log).filter((c) => c.tool === "echo").length;
     assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), [], "guarantee 4: no request rejected");
+    checked += llm.requests.length;
     return { run, llm, echoes };
   } finally {
     await llm.close();
@@ -178,6 +182,7 @@ describe("guarantee 3 in ACP: the session survives truncation and exhausted retr
         assert.equal(four.result.stopReason, "end_turn");
         assert.equal(llm.requests.length, 8);
         assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), [], "guarantee 4: no request rejected");
+        checked += llm.requests.length;
         // The truncated calls never entered history; the kept text did; the tool ran once.
         const last = JSON.stringify(messagesOf(llm.requests.at(-1)!.body));
         assert.match(last, /Starting\./);

@@ -25,6 +25,12 @@ const SERVICE_TOKEN = "svc-SECRET-token-555";
 const ALL = [ANTHROPIC_KEY, OPENAI_KEY, MCP_TOKEN, TENANT, SERVICE_TOKEN];
 
 let dir: string;
+/** LLM requests checked by the fake (all must be valid: guarantee 4). */
+let checked = 0;
+/** Faults injected: LLM error answers and refusals from the echoing MCP server. */
+let faults = 0;
+after(() => console.log(`reliability-secrets: ${faults} faults injected`));
+after(() => console.log(`reliability-secrets: ${checked} LLM requests, 0 rejected`));
 let echo: Server;
 let echoUrl: string;
 before(async () => {
@@ -35,6 +41,7 @@ before(async () => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
+      faults++;
       const seen = `Authorization: ${req.headers["authorization"] ?? "-"}; X-Tenant: ${req.headers["x-tenant"] ?? "-"}`;
       if (req.url === "/rpc") {
         let id: unknown = null;
@@ -81,6 +88,7 @@ async function withLlm<T>(turns: FakeTurn[], body: (llm: FakeLlm) => Promise<T>)
   try {
     const out = await body(llm);
     assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), [], "guarantee 4: no request rejected");
+    checked += llm.requests.length;
     return out;
   } finally {
     await llm.close();
@@ -89,6 +97,7 @@ async function withLlm<T>(turns: FakeTurn[], body: (llm: FakeLlm) => Promise<T>)
 
 /** An .mcp.json with the echoing HTTP server (path /mcp or /rpc), a stdio server that prints its token and dies, and the fixture. */
 function leakyConfig(path: "/mcp" | "/rpc"): string {
+  faults++; // the stdio server that prints its token and dies
   return fixtureConfig(dir, { fx: {} }, {
     api: { type: "http", url: `${echoUrl}${path}`, headers: { Authorization: "Bearer ${MCP_TOKEN}", "X-Tenant": TENANT } },
     leaky: { command: "sh", args: ["-c", 'echo "starting with token=$SERVICE_TOKEN key=$ANTHROPIC_API_KEY" >&2; sleep 0.5; exit 3'], env: { SERVICE_TOKEN } },
@@ -96,6 +105,7 @@ function leakyConfig(path: "/mcp" | "/rpc"): string {
 }
 
 const echoKeyBody = (wire: "anthropic" | "openai", status: number) => {
+  faults++;
   const message = `invalid key ${wire === "anthropic" ? ANTHROPIC_KEY : OPENAI_KEY} (header ${wire === "anthropic" ? "x-api-key" : "Authorization: Bearer"} ${wire === "anthropic" ? ANTHROPIC_KEY : OPENAI_KEY})`;
   return { status, body: wire === "anthropic" ? { type: "error", error: { type: "authentication_error", message } } : { error: { message, type: "invalid_request_error", param: null, code: "invalid_api_key" } } };
 };
@@ -186,6 +196,7 @@ describe("guarantee 6: secrets never appear in output (cli.ts run)", () => {
   });
 
   test("a connection error to a URL with credentials in it shows neither the password nor the headers", async () => {
+    faults++;
     const file = join(dir, "refused.mcp.json");
     writeFileSync(file, JSON.stringify({ mcpServers: { gone: { type: "http", url: `http://user:${SERVICE_TOKEN}@127.0.0.1:9/mcp`, headers: { Authorization: `Bearer ${MCP_TOKEN}` } } } }));
     await withLlm([{ text: "fine" }], async (llm) => {
@@ -208,6 +219,7 @@ describe("guarantee 6: secrets never appear in ACP responses, updates or logs", 
         assert.match(failed.error.message, /"Echo API".*401/);
         const rpc = await agent.request("session/new", { cwd: dir, mcpServers: [{ type: "http", name: "rpc", url: `${echoUrl}/rpc`, headers }] });
         assert.match(rpc.error.message, /refused credentials/);
+        faults++;
         const leaky = await agent.request("session/new", {
           cwd: dir,
           mcpServers: [{ name: "leaky", command: "sh", args: ["-c", 'echo "token=$SERVICE_TOKEN" >&2; sleep 0.5; exit 3'], env: [{ name: "SERVICE_TOKEN", value: SERVICE_TOKEN }] }],
