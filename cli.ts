@@ -139,12 +139,14 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
           running.delete(e.id);
           if (started) clearTimeout(started.timer);
           const args = started ? ` ${out.dim(shortArgs(started.args))}` : "";
-          const failure = e.ok ? "" : ` ${out.red(firstLine(e.output, 120))}`;
-          line(`${e.ok ? out.green("✓") : out.red("✗")} ${e.name}${args} ${out.dim(`(${seconds(e.durationMs)})`)}${failure}`);
+          // A failure shows its error; a success the first line of what the model got back.
+          const tail = e.ok ? out.dim(firstLine(e.output, 80) === "" ? "" : ` → ${firstLine(e.output, 80)}`) : ` ${out.red(firstLine(e.output, 120))}`;
+          line(`${e.ok ? out.green("✓") : out.red("✗")} ${e.name}${args} ${out.dim(`(${seconds(e.durationMs)})`)}${tail}`);
           break;
         }
         case "hook":
-          if (e.outcome === "objection") {
+          // _PostCompact output is not an objection: the compaction line names those servers.
+          if (e.outcome === "objection" && e.hook === "_Stop") {
             // The first line, then up to 8 more lines of the objection, indented.
             const [first = "", ...more] = (e.text ?? "").trim().split("\n").filter((l) => l.trim() !== "");
             line(out.yellow(`⟲ ${e.hook} objection from ${e.server}: ${first}`));
@@ -281,25 +283,38 @@ async function run(args: string[]): Promise<number> {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+  if (command === undefined) {
+    process.stderr.write(USAGE);
+    return 2;
+  }
+  if (command === "--help" || command === "-h" || command === "help") {
     process.stdout.write(USAGE);
-    return command === undefined ? 2 : 0;
+    return 0;
   }
   if (command === "--version" || command === "-V") {
     process.stdout.write(`sprout-agent ${VERSION}\n`);
     return 0;
   }
-  if (rest.includes("--help") || rest.includes("-h")) {
+  // `--help` counts only before `--`: after it, everything is the prompt.
+  const flags = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest;
+  if (flags.includes("--help") || flags.includes("-h")) {
     process.stdout.write(USAGE);
     return 0;
   }
   if (command === "run") return await run(rest);
   if (command === "acp") {
+    if (rest.length > 0) throw new AgentError("usage", `Unexpected argument ${JSON.stringify(rest[0])}: acp takes no arguments (see --help)`);
     const { serveAcp } = await import("./lib/acp.ts");
     return await serveAcp({ env: process.env, stdin: process.stdin, stdout: process.stdout });
   }
   throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: use run or acp (see --help)`);
 }
+
+// A closed stdout (`cli.ts run --json … | head -1`) ends the run quietly, as SIGPIPE would.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  killAllServers();
+  process.exit(error.code === "EPIPE" ? 141 : 1);
+});
 
 main(process.argv.slice(2)).then(
   (code) => {

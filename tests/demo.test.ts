@@ -22,12 +22,13 @@ describe("npm run demo", { skip: !runsOnce && "runs once, under bun" }, () => {
     assert.equal(code, 0, out);
     const order = [
       /✓ todo__todo \{"todos":\[\{"id":1,"title":"Run the test suite"\}/,
-      /✓ tests__run_tests/,
+      /✓ tests__run_tests \{\} \(\d+ ms\) → FAILED: 1 failed, 2 passed/,
       /Done for now\./,
       /⟲ _Stop objection from todo: You have open todo items\. Keep working\./,
       /⟲ _Stop objection from tests: The test suite fails/,
       /✓ fs__edit_file/,
-      /✓ tests__run_tests/,
+      /✓ tests__run_tests \{\} \(\d+ ms\) → PASSED: 0 failed, 3 passed/,
+      /✓ todo__todo .*→ \[x\] 1\. Run the test suite/,
       /■ end_turn · 9 rounds · 7 tool calls · 1 objection/,
       /hook objections \(2\):/,
       /tests in the copied project: PASS \(3 pass, 0 fail\)/,

@@ -12,6 +12,7 @@ import process from "node:process";
 import { type FakeTurn, startFakeLlm } from "../lib/testing.ts";
 import { fixtureCommand } from "./helpers/session.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
+import { alive } from "./helpers/processes.ts";
 
 let dir: string;
 before(() => {
@@ -137,7 +138,7 @@ describe("cli.ts run", () => {
         const cfg = mcpConfig({ fx: { FIXTURE_STOP: "two todos open\nsecond line", FIXTURE_STOP_COUNT: "1" } });
         const run = await runCli(["run", "--mcp-config", cfg, "go"], { ...env, MCP_HOOK_SERVERS: "fx" });
         assert.equal(run.code, 0, run.stderr);
-        assert.match(run.stdout, /^✓ fx__echo \{"text":"hi"\} \(\d+ ms\)$/m);
+        assert.match(run.stdout, /^✓ fx__echo \{"text":"hi"\} \(\d+ ms\) → hi$/m);
         assert.match(run.stdout, /^✗ fx__fail \{\} \(\d+ ms\) permission denied: \/etc\/shadow$/m);
         assert.match(run.stdout, /^⟲ _Stop objection from fx: two todos open$/m);
         assert.match(run.stdout, /^ {4}second line$/m);
@@ -249,6 +250,61 @@ describe("cli.ts run", () => {
       });
     });
   }
+
+  test("no command prints usage on stderr with exit 2; acp refuses arguments; after -- even --help is the prompt", async () => {
+    const none = await runCli([], {});
+    assert.equal(none.code, 2);
+    assert.equal(none.stdout, "");
+    assert.match(none.stderr, /Usage:/);
+    const acp = await runCli(["acp", "--bogus"], {});
+    assert.equal(acp.code, 2);
+    assert.match(acp.stderr, /--bogus/);
+    await withLlm([{ text: "answered" }], async (env) => {
+      const run = await runCli(["run", "--json", "--", "--help"], env);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.events.at(-1)?.["stopReason"], "end_turn");
+    });
+  });
+
+  test("a compaction shows as one line, and _PostCompact output is not shown as an objection", async () => {
+    await withLlm(
+      [{ toolCalls: [{ name: "fx__big", arguments: { bytes: 5000 } }] }, { text: "summary of the work" }, { text: "finished" }],
+      async (env) => {
+        const cfg = mcpConfig({ fx: { FIXTURE_POSTCOMPACT: "# Todo List\n[ ] 1. keep going" } });
+        const run = await runCli(["run", "--mcp-config", cfg, "go"], {
+          ...env,
+          MCP_HOOK_SERVERS: "fx",
+          SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000",
+          SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000",
+        });
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(run.stdout, /^⟲ context compacted: \d+k → \d+k tokens; _PostCompact: fx$/m);
+        assert.doesNotMatch(run.stdout, /_PostCompact objection/);
+      },
+    );
+  });
+
+  test("a closed stdout ends the run quietly (exit 141) and leaves no server behind", async () => {
+    // The answer pauses after its first delta; by then the reader is gone, so the next write fails.
+    await withLlm([{ text: "a long answer that keeps streaming", pauseMs: 1500 }], async (env) => {
+      const pidFile = join(dir, "epipe.pid");
+      const cfg = mcpConfig({ fx: { FIXTURE_PID_FILE: pidFile } });
+      const [cmd, ...pre] = tsCommand(join(repoRoot, "cli.ts"));
+      const child = spawn(cmd!, [...pre, "run", "--json", "--mcp-config", cfg, "go"], { env: baseEnv(env), cwd: dir });
+      let stderr = "";
+      child.stderr.on("data", (d) => (stderr += d));
+      child.stdout.once("data", () => {
+        // Like `| head -1`: read one chunk, then close our end of the pipe.
+        setTimeout(() => child.stdout.destroy(), 100);
+      });
+      const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+      assert.equal(code, 141, stderr);
+      assert.doesNotMatch(stderr, /EPIPE|at /);
+      const pid = Number(readFileSync(pidFile, "utf8"));
+      await new Promise((r) => setTimeout(r, 500));
+      assert.ok(!alive(pid), "the MCP server process is gone");
+    });
+  });
 
   test("--help lists flags and variables; --version prints the version", async () => {
     const help = await runCli(["--help"], {});

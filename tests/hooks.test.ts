@@ -12,6 +12,7 @@ import type { McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
 import { FakeRpcError, FakeServer, fakeConnect, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 import { createHookApp } from "./fixtures/registry/http-app.ts";
+import { alive } from "./helpers/processes.ts";
 
 const meta = { round: 1, rejectionsUsed: 0, rejectionsLeft: 3 };
 
@@ -350,14 +351,6 @@ function logLines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : [];
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe("hooks against real SDK stdio servers (CASES C04)", () => {
   const dir = mkdtempSync(join(tmpdir(), "sprout-hooks-"));

@@ -5,8 +5,9 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { messagesOf, runPrompt, startSession, type TestSession, toolNamesOf } from "./helpers/session.ts";
+import { alive } from "./helpers/processes.ts";
 
 type Wire = "anthropic" | "openai";
 
@@ -642,23 +643,6 @@ describe("SPEC 6: the loop", () => {
     );
   });
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return !isZombie(pid);
-  } catch {
-    return false;
-  }
-}
-
-function isZombie(pid: number): boolean {
-  try {
-    return existsSync(`/proc/${pid}/stat`) && readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z") === true;
-  } catch {
-    return false;
-  }
-}
 
 async function waitFor(check: () => boolean, ms: number): Promise<void> {
   const end = Date.now() + ms;

@@ -14,6 +14,7 @@ import {
   text,
 } from "./helpers/fake-connection.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
+import { alive, gone } from "./helpers/processes.ts";
 
 const LEGAL = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -507,23 +508,6 @@ async function realRegistry(configs: McpServerConfig[], extra: Partial<RegistryO
   return { registry, warnings };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function gone(pid: number, withinMs: number): Promise<boolean> {
-  const deadline = performance.now() + withinMs;
-  while (performance.now() < deadline) {
-    if (!alive(pid)) return true;
-    await sleep(25);
-  }
-  return !alive(pid);
-}
 
 describe("registry against real SDK stdio servers", () => {
   test("C13 C15 real server: legal distinct stable names, exact bare name on tools/call, anyOf schema rewritten", async () => {

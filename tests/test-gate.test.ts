@@ -16,6 +16,7 @@ import { parseTestOutput } from "../servers/test-gate/results.ts";
 import { runCommand } from "../servers/test-gate/run.ts";
 import { appFetch, httpClient, postJsonRpc, resultText, serverRuntimes, startServer, stdioClient } from "./helpers/hook-servers.ts";
 import { repoRoot } from "./helpers/runtime.ts";
+import { alive } from "./helpers/processes.ts";
 
 const MAIN = `${repoRoot}servers/test-gate/main.ts`;
 const STDIO = `${repoRoot}servers/test-gate/stdio.ts`;
@@ -64,14 +65,6 @@ async function settledStop(stop: () => Promise<string>): Promise<string> {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe("test output parsing", () => {
   test("bun test: counts and failing names", () => {

@@ -199,17 +199,4 @@ export async function eventually(check: () => boolean, ms = 5000): Promise<boole
   return true;
 }
 
-/** True while a process with `pid` exists (zombies excluded where `ps` can tell). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return !/^\d+ \(.*\) Z/.test(stat);
-  } catch {
-    return true;
-  }
-}
+export { alive } from "./processes.ts";

@@ -1,0 +1,31 @@
+/**
+ * Process checks for tests that prove no child outlives the agent. A killed child whose parent
+ * is gone can stay a zombie until it is reaped (RUNTIMES.md), so zombies count as gone.
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import process from "node:process";
+
+/** True while a process with `pid` exists and is not a zombie. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return true; // no /proc: kill(pid, 0) is all we know
+  }
+}
+
+/** Waits until `pid` is gone, polling every 25 ms; true when it went within `withinMs`. */
+export async function gone(pid: number, withinMs: number): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (alive(pid)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return true;
+}
