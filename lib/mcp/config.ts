@@ -174,10 +174,14 @@ export function parseMcpConfig(
     } else if (type === "http" || type === "streamable-http") {
       if (typeof s["url"] !== "string" || s["url"] === "") fail(file, `${at}.url must be a non-empty string`);
       const url = expandVars(s["url"], options.env);
+      let parsed: URL | undefined;
       try {
-        new URL(url);
+        parsed = new URL(url);
       } catch {
         fail(file, `${at}.url ${JSON.stringify(url)} is not a valid URL`);
+      }
+      if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+        fail(file, `${at}.url ${JSON.stringify(url)} must be an http:// or https:// URL`);
       }
       const headers = stringMap(file, `${at}.headers`, s["headers"], options.env);
       for (const [key, value] of Object.entries(headers)) {
@@ -189,9 +193,13 @@ export function parseMcpConfig(
       if (typeof s["command"] !== "string" || s["command"] === "") fail(file, `${at}.command must be a non-empty string`);
       const args = s["args"] ?? [];
       if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) fail(file, `${at}.args must be an array of strings`);
+      const command = expandVars(s["command"], options.env);
+      if (command.trim() === "") {
+        fail(file, `${at}.command ${JSON.stringify(s["command"])} expands to an empty string (is the variable set?)`);
+      }
       const transport: McpServerConfig["transport"] = {
         type: "stdio",
-        command: expandVars(s["command"], options.env),
+        command,
         args: (args as string[]).map((a) => expandVars(a, options.env)),
         env: stringMap(file, `${at}.env`, s["env"], options.env),
       };
