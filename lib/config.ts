@@ -53,7 +53,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
   { name: "ANTHROPIC_API_KEY", default: "(none)", meaning: "Anthropic API key" },
   { name: "ANTHROPIC_MODEL", default: "(none)", meaning: "Anthropic model id" },
   { name: "ANTHROPIC_BASE_URL", default: "https://api.anthropic.com", meaning: "Anthropic endpoint" },
-  { name: "OPENAI_COMPAT_API_KEY", default: "(none)", meaning: "Chat Completions API key" },
+  { name: "OPENAI_COMPAT_API_KEY", default: "(none)", meaning: "Chat Completions API key (optional for local servers)" },
   { name: "OPENAI_COMPAT_MODEL", default: "(none)", meaning: "Chat Completions model id" },
   { name: "OPENAI_COMPAT_BASE_URL", default: "https://api.openai.com/v1", meaning: "Chat Completions endpoint" },
   { name: "SPROUT_AGENT_SCRIPT", default: "(none)", meaning: "the scripted model's JSON file" },
@@ -67,7 +67,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
   { name: "SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS", default: "30", meaning: "MCP start-up and tools/list, each" },
   { name: "SPROUT_AGENT_MAX_PARALLEL_TOOLS", default: "8", meaning: "tool calls at once" },
   { name: "SPROUT_AGENT_MAX_TOOL_RESULT_BYTES", default: "51200", meaning: "per tool result sent to the LLM" },
-  { name: "SPROUT_AGENT_MAX_HANDOFFS", default: "5", meaning: "compactions per session, 0 = off" },
+  { name: "SPROUT_AGENT_MAX_HANDOFFS", default: "5", meaning: "summary compactions per session, 0 = never summarise (old turns are dropped instead)" },
   { name: "SPROUT_AGENT_HOOK_TIMEOUT_MS", default: "2500", meaning: "per hook call" },
   { name: "SPROUT_AGENT_STOP_MAX_REJECTIONS", default: "3", meaning: "_Stop objections per session, 0 = never call _Stop" },
   { name: "MCP_HOOK_SERVERS", default: "(unset: hooks off)", meaning: "* or comma-separated server names" },
@@ -241,7 +241,6 @@ export function requireProvider(config: Config): ProviderName {
     need(config.anthropic.apiKey, "ANTHROPIC_API_KEY");
     need(config.anthropic.model, "ANTHROPIC_MODEL");
   } else if (p === "openai") {
-    need(config.openai.apiKey, "OPENAI_COMPAT_API_KEY");
     need(config.openai.model, "OPENAI_COMPAT_MODEL");
   } else need(config.scriptPath, "SPROUT_AGENT_SCRIPT");
   return p;

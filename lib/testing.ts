@@ -59,6 +59,11 @@ export interface FakeLlmOptions {
   responses: FakeTurn[] | ((request: RecordedRequest, index: number) => FakeTurn);
   /** Defaults for every normal response. */
   stream?: StreamShape;
+  /**
+   * Answer 401 to a request without a key (`x-api-key` or `Authorization`), as the hosted APIs
+   * do. Default true; false acts like a local server (Ollama, llama.cpp) that needs none.
+   */
+  requireKey?: boolean;
 }
 
 /** A running fake LLM server. */
@@ -122,7 +127,7 @@ export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
     requests.push(recorded);
     const problems = wire === "anthropic" ? validateAnthropicRequest(body) : validateOpenAiRequest(body);
     const auth = wire === "anthropic" ? headers["x-api-key"] : headers["authorization"];
-    if (auth === undefined || auth === "") {
+    if ((auth === undefined || auth === "") && options.requireKey !== false) {
       recorded.rejected = wire === "anthropic" ? "x-api-key header is required" : "You didn't provide an API key.";
       sendError(res, wire, 401, wire === "anthropic" ? "authentication_error" : "invalid_request_error", recorded.rejected);
       return;

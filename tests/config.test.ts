@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { loadConfig, parseHookServers } from "../lib/config.ts";
+import { loadConfig, parseHookServers, requireProvider } from "../lib/config.ts";
 import { AgentError } from "../lib/errors.ts";
 
 const noFile = (p: string): string => {
@@ -61,6 +61,14 @@ describe("config", () => {
 
   test("an unreadable system prompt file names the variable", () => {
     assert.throws(() => loadConfig({ SPROUT_AGENT_SYSTEM_PROMPT_FILE: "/nope" }, noFile), /SPROUT_AGENT_SYSTEM_PROMPT_FILE/);
+  });
+
+  test("a provider's missing settings are named; the OpenAI-compatible key is optional", () => {
+    assert.throws(() => requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_MODEL: "m" }, noFile)), /ANTHROPIC_API_KEY/);
+    assert.throws(() => requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "openai" }, noFile)), /OPENAI_COMPAT_MODEL/);
+    assert.throws(() => requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "scripted" }, noFile)), /SPROUT_AGENT_SCRIPT/);
+    assert.throws(() => requireProvider(loadConfig({}, noFile)), /SPROUT_AGENT_PROVIDER/);
+    assert.equal(requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "openai", OPENAI_COMPAT_MODEL: "m" }, noFile)), "openai");
   });
 
   test("empty string variables count as unset", () => {

@@ -24,6 +24,17 @@ async function withFake<T>(responses: FakeTurn[], run: (llm: FakeLlm, model: Mod
 }
 
 describe("Chat Completions client: request shape", () => {
+  test("sends no Authorization header when no key is configured (local servers)", async () => {
+    const llm = await startFakeLlm({ responses: [{ text: "hi" }], requireKey: false });
+    try {
+      const model = createOpenAiModel({ apiKey: "", model: "local", baseUrl: llm.openaiBaseUrl, retry: FAST });
+      assert.equal((await model.complete(request(hello))).text, "hi");
+      assert.equal(llm.requests[0]!.headers["authorization"], undefined);
+    } finally {
+      await llm.close();
+    }
+  });
+
   test("POSTs /chat/completions with a Bearer key, system first, max_completion_tokens, tools and include_usage", async () => {
     await withFake([{ text: "hi" }], async (llm, model) => {
       const reply = await model.complete(request(hello));

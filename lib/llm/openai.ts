@@ -53,7 +53,8 @@ export function createOpenAiModel(options: OpenAiOptions): Model {
           sendAttempt({
             fetch: doFetch,
             url: `${baseUrl}/chat/completions`,
-            headers: { authorization: `Bearer ${options.apiKey}` },
+            // Local servers (Ollama, llama.cpp, vLLM) often need no key: send none when none is set.
+            headers: options.apiKey === "" ? {} : { authorization: `Bearer ${options.apiKey}` },
             body,
             timeoutMs: options.timeoutMs ?? 120_000,
             ...(request.signal === undefined ? {} : { signal: request.signal }),
