@@ -180,7 +180,16 @@ class Connection implements McpConnection {
       },
     });
     this.#proc = proc;
-    const peer = this.#newPeer((m) => proc.send(m));
+    // A write to a server that just died fails (EPIPE) before its exit is seen: wait for the
+    // exit briefly, so the error gives the exit code and the stderr tail, not "write EPIPE".
+    const peer = this.#newPeer((m) =>
+      proc.send(m).catch(async (error: unknown) => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const info = await Promise.race([proc.exited, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 500)))]);
+        clearTimeout(timer);
+        throw info === undefined ? error : this.#exitError(info);
+      })
+    );
     this.#peer = peer;
   }
 
