@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing.ts";
 import { runCli } from "./helpers/cli.ts";
 import { startServer, type StartedServer } from "./helpers/hook-servers.ts";
+import { processesMatching } from "./helpers/processes.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
 let dir: string;
@@ -104,6 +105,29 @@ describe("agent CLI with the example hook servers", () => {
       }
     });
   }
+
+  test("a tool timeout that kills test-gate leaves no test run behind (its run has its own process group)", async () => {
+    newProject();
+    const marker = `${37 + Math.floor(Math.random() * 1000) / 1000}`;
+    const [command, ...args] = tsCommand(join(repoRoot, "servers/test-gate/stdio.ts"));
+    const config = join(dir, `mcp-timeout-${marker}.json`);
+    writeFileSync(config, JSON.stringify({ mcpServers: { tests: { command, args: [...args, "--cmd", `sleep ${marker}`, "--cwd", project] } } }));
+    const llm = await startFakeLlm({ responses: [{ toolCalls: [{ name: "tests__run_tests", arguments: {} }] }, { text: "gave up" }] });
+    try {
+      const run = await runCli(
+        ["run", "--json", "--mcp-config", config, "go"],
+        { SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_API_KEY: "k", ANTHROPIC_MODEL: "m", ANTHROPIC_BASE_URL: llm.anthropicBaseUrl, SPROUT_AGENT_TOOL_TIMEOUT_SECS: "2" },
+        { cwd: project, timeoutMs: 60_000 },
+      );
+      assert.equal(run.code, 0, run.stderr);
+      const end = run.events.find((e) => e["type"] === "tool-end");
+      assert.match(String(end?.["output"]), /timed out after 2 s/);
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.deepEqual(processesMatching(`sleep ${marker}`), [], "the test run was stopped with its server");
+    } finally {
+      await llm.close();
+    }
+  });
 
   test("with MCP_HOOK_SERVERS unset no hook is called: open todos and a red suite do not stop the end", async () => {
     const config = newProject();

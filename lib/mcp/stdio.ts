@@ -84,6 +84,9 @@ function killGroup(pid: number, signal: "SIGKILL" | "SIGTERM"): void {
   }
 }
 
+/** How long a killed server gets between SIGTERM and SIGKILL, in milliseconds. */
+export const KILL_GRACE_MS = 300;
+
 /**
  * Kills (SIGKILL) the process group of every stdio server still alive in this process.
  * Installed on `process` `exit` automatically; the CLI also calls it from its SIGINT and
@@ -139,7 +142,10 @@ export interface StdioProcess {
   stderrTail(): string;
   /** Writes one JSON message as a line. Rejects when stdin is closed. */
   send(message: unknown): Promise<void>;
-  /** SIGKILL to the whole process group, now. */
+  /**
+   * Kills the whole process group: SIGTERM now, SIGKILL {@link KILL_GRACE_MS} later (at once
+   * when the leader already exited).
+   */
   kill(): void;
   /** Closes stdin, waits `graceMs`, SIGTERM to the group, waits, then SIGKILL to the group. */
   close(graceMs?: number): Promise<void>;
@@ -255,8 +261,20 @@ class StdioChild implements StdioProcess {
   }
 
   kill(): void {
-    killGroup(this.pid, "SIGKILL");
-    liveGroups.delete(this.pid);
+    if (!this.#alive) {
+      killGroup(this.pid, "SIGKILL");
+      liveGroups.delete(this.pid);
+      return;
+    }
+    // SIGTERM first, so a server can stop what it started in other process groups (test-gate
+    // kills its test run); SIGKILL the group KILL_GRACE_MS later whatever happens. Until then
+    // the group stays in liveGroups, so an agent exiting meanwhile still kills it.
+    killGroup(this.pid, "SIGTERM");
+    const pid = this.pid;
+    setTimeout(() => {
+      killGroup(pid, "SIGKILL");
+      liveGroups.delete(pid);
+    }, KILL_GRACE_MS).unref?.();
   }
 
   async close(graceMs = 300): Promise<void> {

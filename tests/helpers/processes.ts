@@ -3,7 +3,7 @@
  * is gone can stay a zombie until it is reaped (RUNTIMES.md), so zombies count as gone.
  * @module
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import process from "node:process";
 
 /** True while a process with `pid` exists and is not a zombie. */
@@ -28,4 +28,25 @@ export async function gone(pid: number, withinMs: number): Promise<boolean> {
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   return true;
+}
+
+/** Pids of live (non-zombie) processes whose command line contains `needle` (reads /proc). */
+export function processesMatching(needle: string): number[] {
+  const found: number[] = [];
+  let entries: string[] = [];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " ");
+      if (cmd.includes(needle) && alive(Number(entry))) found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
 }
