@@ -7,10 +7,12 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import process from "node:process";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { createApp } from "../servers/test-gate/app.ts";
 import { fingerprintFiles, listProjectFiles } from "../servers/test-gate/fingerprint.ts";
+import { gateOptions } from "../servers/test-gate/options.ts";
 import { TestGate } from "../servers/test-gate/gate.ts";
 import { parseTestOutput } from "../servers/test-gate/results.ts";
 import { runCommand } from "../servers/test-gate/run.ts";
@@ -65,6 +67,18 @@ async function settledStop(stop: () => Promise<string>): Promise<string> {
   }
 }
 
+
+describe("options", () => {
+  test("flags win over the environment; defaults are bun test, the current folder and 600 s", () => {
+    assert.deepEqual(gateOptions({}, {}), { command: "bun test", cwd: process.cwd(), timeoutMs: 600_000 });
+    const o = gateOptions({ cmd: "deno test -A", timeout: "1.5" }, { TEST_GATE_CMD: "x", TEST_GATE_TIMEOUT_SECS: "9" });
+    assert.deepEqual([o.command, o.timeoutMs], ["deno test -A", 1500]);
+    assert.equal(gateOptions({}, { TEST_GATE_TIMEOUT_SECS: "7" }).timeoutMs, 7000);
+  });
+  test("a timeout that is not positive, or too long for a timer, is an error naming the value", () => {
+    for (const bad of ["0", "-1", "abc", "3000000"]) assert.throws(() => gateOptions({ timeout: bad }, {}), new RegExp(`"${bad}"`));
+  });
+});
 
 describe("test output parsing", () => {
   test("bun test: counts and failing names", () => {

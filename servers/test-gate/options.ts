@@ -35,6 +35,11 @@ export function gateOptions(
   if (!/^\d+(\.\d+)?$/.test(timeoutText) || seconds <= 0) {
     throw new Error(`Invalid timeout "${timeoutText}": expected a positive number of seconds`);
   }
+  // Timers fire at once past 2^31-1 ms (about 24.8 days), so a longer timeout would kill
+  // every run immediately.
+  if (seconds * 1000 > 2_147_483_647) {
+    throw new Error(`Invalid timeout "${timeoutText}": at most 2147483 seconds (about 24 days)`);
+  }
   if (command.trim() === "") throw new Error("Invalid test command: it is empty");
   return { command, cwd, timeoutMs: Math.round(seconds * 1000) };
 }
