@@ -62,7 +62,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
   { name: "SPROUT_AGENT_MAX_ROUNDS", default: "0", meaning: "LLM rounds per prompt, 0 = unlimited" },
   { name: "SPROUT_AGENT_MAX_OUTPUT_TOKENS", default: "32768", meaning: "output tokens per request" },
   { name: "SPROUT_AGENT_MAX_CONTEXT_TOKENS", default: "128000", meaning: "context window, > max output tokens" },
-  { name: "SPROUT_AGENT_LLM_TIMEOUT_SECS", default: "120", meaning: "per LLM request" },
+  { name: "SPROUT_AGENT_LLM_TIMEOUT_SECS", default: "120", meaning: "per LLM request: longest wait for data" },
   { name: "SPROUT_AGENT_TOOL_TIMEOUT_SECS", default: "660", meaning: "per tool call" },
   { name: "SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS", default: "30", meaning: "MCP start-up and tools/list, each" },
   { name: "SPROUT_AGENT_MAX_PARALLEL_TOOLS", default: "8", meaning: "tool calls at once" },

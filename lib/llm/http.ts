@@ -17,7 +17,11 @@ export interface AttemptRequest {
   url: string;
   headers: Record<string, string>;
   body: unknown;
-  /** Per-attempt deadline in milliseconds (`config.llmTimeoutMs`); covers the whole stream. */
+  /**
+   * Idle deadline in milliseconds (`config.llmTimeoutMs`): how long the attempt may wait for
+   * the response to start, and then between two SSE events. A long answer that keeps
+   * streaming is never cut; a stalled one is (and retried).
+   */
   timeoutMs: number;
   signal?: AbortSignal;
 }
@@ -42,10 +46,15 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
   if (outer?.aborted) onAbort();
   outer?.addEventListener("abort", onAbort, { once: true });
   let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new DOMException("LLM request timed out", "TimeoutError"));
-  }, request.timeoutMs);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new DOMException("LLM request timed out", "TimeoutError"));
+    }, request.timeoutMs);
+  };
+  arm();
   let body: ReadableStream<Uint8Array> | null = null;
   try {
     const response = await request.fetch(request.url, {
@@ -83,11 +92,12 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
     }
     if (response.body === null) throw new AttemptError("empty response body", { retryable: true });
     const stream = response.body;
-    const result = await handlers.events(readSse(stream, controller.signal));
+    arm();
+    const result = await handlers.events(rearmEach(readSse(stream, controller.signal), arm));
     return result;
   } catch (error) {
     if (timedOut && !(outer?.aborted ?? false)) {
-      throw new AttemptError(`timed out after ${request.timeoutMs} ms`, { retryable: true, cause: error });
+      throw new AttemptError(`timed out after ${request.timeoutMs} ms without data`, { retryable: true, cause: error });
     }
     if (outer?.aborted ?? false) throw error;
     throw redactAttempt(error, headerSecrets(request.headers, false));
@@ -95,6 +105,14 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
     clearTimeout(timer);
     outer?.removeEventListener("abort", onAbort);
     if (body !== null && !body.locked) await body.cancel().catch(() => {});
+  }
+}
+
+/** Passes `events` through, calling `arm` before each one is handed on (the idle deadline). */
+async function* rearmEach(events: AsyncIterable<SseEvent>, arm: () => void): AsyncGenerator<SseEvent> {
+  for await (const event of events) {
+    arm();
+    yield event;
   }
 }
 
