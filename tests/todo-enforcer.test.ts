@@ -159,6 +159,15 @@ describe("todo-enforcer app in-process", () => {
     assert.equal(good.status, 200);
   });
 
+  test("bound to a non-local address with allowed hosts, other Host headers are refused", async () => {
+    const app = createApp({ host: "0.0.0.0", allowedHosts: ["hooks.example.test"] });
+    const call = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
+    const bad = await postJsonRpc("http://evil.example/mcp", call, { fetch: appFetch(app) });
+    assert.equal(bad.status, 403);
+    const good = await postJsonRpc("http://hooks.example.test/mcp", call, { fetch: appFetch(app) });
+    assert.equal(good.status, 200);
+  });
+
   test("with a token, /mcp refuses a missing or wrong bearer token and /health stays open", async () => {
     const app = createApp({ token: "s3cret" });
     const call = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };

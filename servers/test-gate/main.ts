@@ -20,10 +20,12 @@ import { createApp } from "./app.ts";
 import { type GateOptions, TestGate } from "./gate.ts";
 import { GATE_FLAGS, GATE_USAGE, gateOptions } from "./options.ts";
 
-const USAGE = `Usage: main.ts [--host HOST] [--port PORT] [--token TOKEN] [--cmd CMD] [--cwd DIR] [--timeout SECS]
+const USAGE = `Usage: main.ts [--host HOST] [--port PORT] [--token TOKEN] [--allowed-hosts NAMES] [--cmd CMD] [--cwd DIR] [--timeout SECS]
   --host     address to bind (env HOST, default 127.0.0.1)
   --port     port to bind, 0 = any free port (env PORT, default 0)
   --token    require "Authorization: Bearer TOKEN" on /mcp (env HOOK_SERVER_TOKEN)
+  --allowed-hosts  comma-separated Host header names accepted when --host is not a
+             localhost address (env ALLOWED_HOSTS); without it such a bind checks no Host
 ${GATE_USAGE}`;
 
 /** The HTTP options shared by both example servers, from flags first, then the environment. */
@@ -31,13 +33,22 @@ interface HttpOptions {
   host: string;
   port: number;
   token?: string;
+  /** Host header names accepted on a non-localhost bind. */
+  allowedHosts?: string[];
   gate: GateOptions;
 }
 
 function parseHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
   const { values } = parseArgs({
     args,
-    options: { host: { type: "string" }, port: { type: "string" }, token: { type: "string" }, help: { type: "boolean" }, ...GATE_FLAGS },
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      token: { type: "string" },
+      "allowed-hosts": { type: "string" },
+      help: { type: "boolean" },
+      ...GATE_FLAGS,
+    },
   });
   if (values.help === true) {
     console.log(USAGE);
@@ -48,7 +59,14 @@ function parseHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
   const port = Number(portText);
   if (!/^\d+$/.test(portText) || port > 65535) throw new Error(`Invalid port "${portText}": expected a whole number from 0 to 65535`);
   const token = values.token ?? (env.HOOK_SERVER_TOKEN || undefined);
-  return { host, port, ...(token === undefined || token === "" ? {} : { token }), gate: gateOptions(values, env) };
+  const allowed = (values["allowed-hosts"] ?? (env.ALLOWED_HOSTS || "")).split(",").map((h) => h.trim()).filter(Boolean);
+  return {
+    host,
+    port,
+    ...(token === undefined || token === "" ? {} : { token }),
+    ...(allowed.length > 0 ? { allowedHosts: allowed } : {}),
+    gate: gateOptions(values, env),
+  };
 }
 
 /** A bound HTTP server: the port it got, and how to stop it. */
@@ -108,7 +126,15 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const gate = new TestGate(options.gate);
-  const app = createApp({ gate, host: options.host, ...(options.token === undefined ? {} : { token: options.token }) });
+  const app = createApp({
+    gate,
+    host: options.host,
+    ...(options.token === undefined ? {} : { token: options.token }),
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+  });
+  if (!["127.0.0.1", "localhost", "::1"].includes(options.host) && options.allowedHosts === undefined) {
+    console.error(`warning: bound to "${options.host}" without --allowed-hosts: the Host header is not checked (DNS rebinding)`);
+  }
   let listener: Listener;
   try {
     listener = await listen((request) => app.fetch(request), options.host, options.port);
