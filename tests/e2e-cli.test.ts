@@ -5,7 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -304,6 +304,24 @@ describe("cli.ts run", () => {
       await new Promise((r) => setTimeout(r, 500));
       assert.ok(!alive(pid), "the MCP server process is gone");
     });
+  });
+
+  test("colour on a terminal, none with NO_COLOR", { skip: !existsSync("/usr/bin/script") && "needs script(1) for a pseudo-terminal" }, async () => {
+    const script = join(dir, "colour.json");
+    writeFileSync(script, JSON.stringify([{ toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }] }, { text: "done" }]));
+    const cfg = mcpConfig({ fx: {} });
+    const argv = [...tsCommand(join(repoRoot, "cli.ts")), "run", "--mcp-config", cfg, "go"].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
+    const runInTerminal = (noColor: string) =>
+      new Promise<string>((resolve) => {
+        const env = baseEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script, NO_COLOR: noColor });
+        const child = spawn("/usr/bin/script", ["-qec", argv, "/dev/null"], { env, cwd: dir });
+        let out = "";
+        child.stdout.on("data", (d) => (out += d));
+        child.stdin.end();
+        child.on("close", () => resolve(out));
+      });
+    assert.match(await runInTerminal(""), /\x1b\[32m✓\x1b\[0m fx__echo/);
+    assert.doesNotMatch(await runInTerminal("1"), /\x1b\[/);
   });
 
   test("--help lists flags and variables; --version prints the version", async () => {

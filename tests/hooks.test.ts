@@ -183,7 +183,7 @@ describe("hooks: calling (SPEC 4)", () => {
     }
   });
 
-  test("a timeout counts as no objection at the deadline and the late reply is discarded", async () => {
+  test("SPEC 4.2 and 4.5 a timeout counts as no objection at the deadline and the late reply is discarded", async () => {
     const a = slowStop("a", 600);
     const { registry, hooks, events } = await setup([a], "*", 200);
     try {

@@ -288,6 +288,17 @@ describe("tools/list paging (C11)", () => {
   });
 });
 
+describe("tools/list paging guard", () => {
+  test("a server handing out a new cursor forever is read for at most 100 pages, with a warning", async () => {
+    const warnings: string[] = [];
+    await withServer(rawServer("endless", ["--endless-cursors"]), { onWarning: (m) => warnings.push(m) }, async (c) => {
+      const tools = await c.listTools();
+      assert.equal(tools.length, 100);
+      assert.ok(warnings.some((w) => /100 pages/.test(w)), warnings.join("\n"));
+    });
+  });
+});
+
 describe("process groups (C06)", () => {
   function wrapperConfig(dir: string): McpServerConfig {
     const script = `exec 3<&0; node ${repoRoot}tests/fixtures/mcp/raw-server.mjs --pidfile=${dir}/inner.pid <&3 3<&- & wait`;
