@@ -97,6 +97,9 @@ export function validateAnthropicRequest(body: unknown): string[] {
     }
     if (i === 0 && role !== "user") problems.push('messages: first message must use the "user" role');
     const prior = i > 0 && isObj(messages[i - 1]) ? (messages[i - 1] as Obj)["role"] : undefined;
+    // Stricter than today's API, which merges consecutive same-role messages: older API
+    // versions and some Anthropic-compatible gateways refuse them, and our client never
+    // needs to send them, so the fake keeps the old rule (quoting the old error).
     if (prior === role) {
       problems.push(`messages: roles must alternate between "user" and "assistant", but found multiple "${role}" roles in a row`);
     }
