@@ -19,9 +19,18 @@ export type AgentErrorCode =
  * throw new AgentError("config", 'Invalid SPROUT_AGENT_MAX_ROUNDS: "x" is not a whole number');
  */
 export class AgentError extends Error {
+  /** What kind of failure this is; callers branch on it (the CLI exits 2 for `config` and `usage`, 1 for the others). */
   readonly code: AgentErrorCode;
   /** HTTP status for `llm` errors, when there was one. */
   readonly status: number | undefined;
+  /**
+   * Creates an error whose `name` is `"AgentError"`.
+   * @param code the failure kind, kept as {@link AgentError.code}
+   * @param message what failed, in the house style: sentence case, the failed action first,
+   *   quoted values, no trailing period
+   * @param options.cause the underlying error, kept as the standard `Error.cause` (omitted when undefined)
+   * @param options.status the HTTP status, kept as {@link AgentError.status}
+   */
   constructor(code: AgentErrorCode, message: string, options?: { cause?: unknown; status?: number }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "AgentError";

@@ -8,7 +8,13 @@
 
 /** One dispatched event. `event` defaults to `"message"`. */
 export interface SseEvent {
+  /** The `event:` field's value, or `"message"` when the event had none (or an empty one). */
   event: string;
+  /**
+   * The event's `data:` lines joined with `\n` (one leading space of each value dropped).
+   * An event without any `data:` line is never dispatched, so this is `""` only for an event
+   * whose single `data:` line was empty.
+   */
   data: string;
   /** The last event id seen (sticky, per the spec), or `""`. */
   id: string;
