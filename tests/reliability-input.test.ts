@@ -39,7 +39,7 @@ before(() => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Bad inputs tried in this file, counted for docs/RELIABILITY-model-input-secrets.md. */
+/** Bad inputs tried in this file, counted for docs/RELIABILITY.md. */
 let badInputs = 0;
 after(() => console.log(`reliability-input: ${badInputs} bad inputs tried`));
 

@@ -27,7 +27,7 @@ before(() => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Faults injected in this file, counted for docs/RELIABILITY-model-input-secrets.md. */
+/** Faults injected in this file, counted for docs/RELIABILITY.md. */
 let faults = 0;
 const countFaults = (turns: FakeTurn[]) => {
   faults += turns.filter((t) => "status" in t || "streamError" in t || "drop" in t || ("truncateInToolCall" in t && t.truncateInToolCall) || ("cutAfterFirstDelta" in t && t.cutAfterFirstDelta) || ("splitBytes" in t && t.splitBytes)).length;
