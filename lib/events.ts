@@ -47,6 +47,10 @@ export type AgentEvent =
 
 /** What a prompt run resolves with. */
 export interface PromptResult {
+  /**
+   * Why the prompt ended (SPEC sections 6.1, 6.5 and 6.6): `end_turn` (after the `_Stop`
+   * gate), `max_tokens`, `refusal`, `max_turn_requests` or `cancelled`.
+   */
   stopReason: StopReason;
   /** Main LLM requests that completed in this prompt (SPEC section 6.1). */
   rounds: number;
@@ -56,5 +60,6 @@ export interface PromptResult {
   objections: number;
   /** Summed over the prompt's requests, compaction summaries included. */
   usage: Usage;
+  /** Wall-clock time of the prompt in milliseconds, by the session's `now` clock. */
   durationMs: number;
 }

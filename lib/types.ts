@@ -67,15 +67,23 @@ export interface ToolDef {
 export interface Usage {
   /** Input tokens including cache reads and cache writes (SPEC section 8.1). */
   inputTokens: number;
+  /** Output tokens the provider reported (Anthropic `output_tokens`, OpenAI `completion_tokens`). */
   outputTokens: number;
 }
 
 /** One LLM request, provider-neutral. */
 export interface LlmRequest {
+  /** The system prompt (`Config.systemPrompt` for turns); not sent when blank. */
   system: string;
+  /** The conversation to send, oldest first; the wire client maps it to its API's messages. */
   history: readonly HistoryItem[];
   /** LLM-visible tools; an empty list means the request defines no tools. */
   tools: readonly ToolDef[];
+  /**
+   * The most tokens the response may hold (Anthropic `max_tokens`, OpenAI
+   * `max_completion_tokens`). Turns use `SPROUT_AGENT_MAX_OUTPUT_TOKENS`, default 32768
+   * (SPEC section 9); a compaction summary request uses at most 8192 (SPEC section 8.2).
+   */
   maxOutputTokens: number;
   /** Aborts the request (and any retry wait). The promise then rejects with an `AbortError`. */
   signal?: AbortSignal;
@@ -89,8 +97,11 @@ export interface LlmRequest {
 
 /** One complete LLM response. */
 export interface LlmResponse {
+  /** The response's text blocks concatenated; `""` when it had none. */
   text: string;
+  /** The tool calls in the order the response gave them; empty when there were none. */
   toolCalls: ToolCall[];
+  /** Why the response ended, normalised; the loop maps it to a {@link StopReason} (SPEC section 6.5). */
   stop: ProviderStop;
   /** Absent when the provider reported none. */
   usage?: Usage;
