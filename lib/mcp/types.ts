@@ -16,8 +16,14 @@ export const LEGACY_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26
 
 /** A stdio server: a child process speaking newline-delimited JSON-RPC. */
 export interface StdioServerConfig {
+  /** Discriminant; `.mcp.json` entries without `type` and without `url` are stdio. */
   type: "stdio";
+  /**
+   * The program, `${VAR}`-expanded: a name without `/` is looked up on the child's `PATH`,
+   * a path with `/` is resolved against `cwd` (SPEC section 11). Never run through a shell.
+   */
   command: string;
+  /** Its arguments, `${VAR}`-expanded, passed as they are (no shell splitting or quoting). */
   args: string[];
   /** Added to the cleared environment (SPEC section 10). */
   env: Record<string, string>;
@@ -27,8 +33,14 @@ export interface StdioServerConfig {
 
 /** A Streamable HTTP server. */
 export interface HttpServerConfig {
+  /** Discriminant; `.mcp.json` `"http"` and `"streamable-http"` both become `"http"`. */
   type: "http";
+  /** The MCP endpoint, an absolute `http:` or `https:` URL (`${VAR}`-expanded); every POST, GET and DELETE goes here. */
   url: string;
+  /**
+   * Extra headers sent with every request, for example `Authorization` (`${VAR}`-expanded,
+   * checked to be sendable). Their values are treated as secrets and redacted from messages.
+   */
   headers: Record<string, string>;
 }
 
@@ -38,6 +50,7 @@ export interface McpServerConfig {
   name: string;
   /** The name as the user wrote it, when it had to be sanitised (ACP). */
   displayName?: string;
+  /** How to reach the server: a child process or a Streamable HTTP endpoint (SPEC section 10). */
   transport: StdioServerConfig | HttpServerConfig;
   /** Pins the era and skips detection. */
   protocol?: McpEra;
@@ -45,10 +58,18 @@ export interface McpServerConfig {
 
 /** A tool as `tools/list` returns it. */
 export interface McpTool {
+  /** The bare name (SPEC section 1); one starting with `_` is a hook and never shown to the LLM. */
   name: string;
+  /** Display name; the LLM's description when `description` is absent. */
   title?: string;
+  /** Sent to the LLM, clamped to 1024 bytes (SPEC section 5.4). */
   description?: string;
+  /**
+   * The arguments' JSON Schema as the server sent it, unchecked; the registry rewrites it to
+   * an object schema or skips the tool with a warning (SPEC section 5.4).
+   */
   inputSchema?: unknown;
+  /** Any other field the server sent (`annotations`, `outputSchema`, `_meta`…); unused by the agent. */
   [key: string]: unknown;
 }
 
@@ -63,8 +84,11 @@ export type McpContent =
 
 /** The result of `tools/call`. */
 export interface CallToolResult {
+  /** The result's blocks; `[]` when the server sent no `content` array. */
   content: McpContent[];
+  /** The server's `isError`; present only when it sent a boolean. An error result is data, not a throw (SPEC section 6.8). */
   isError?: boolean;
+  /** The server's `structuredContent`, when sent; becomes the text of a result with no content blocks. */
   structuredContent?: unknown;
 }
 
@@ -80,7 +104,9 @@ export interface McpRequestOptions {
 
 /** How a stdio server's process ended. */
 export interface McpExitInfo {
+  /** The exit code; `null` when a signal ended the process or it could not be started. */
   code: number | null;
+  /** The name of the signal that ended it (for example `"SIGKILL"`), or `null`. */
   signal: string | null;
   /** The last bytes of its stderr (at most 64 KiB). */
   stderrTail: string;
@@ -94,6 +120,10 @@ export interface McpConnectOptions {
   initTimeoutMs?: number;
   /** Largest line accepted from a stdio server; default 4194304. */
   maxLineBytes?: number;
+  /**
+   * Sent as `clientInfo` in `initialize` (legacy) and as `_meta["io.modelcontextprotocol/clientInfo"]`
+   * (modern); default `{name: "sprout-agent", version: "0.1.0"}`.
+   */
   clientInfo?: { name: string; version: string };
   /** For HTTP servers; defaults to the global `fetch`. */
   fetch?: typeof fetch;
@@ -113,8 +143,14 @@ export interface McpConnectOptions {
 
 /** One live connection to one MCP server. */
 export interface McpConnection {
+  /** The era in use: pinned by `McpServerConfig.protocol`, remembered in `eraCache`, or detected when connecting (SPEC section 10). */
   readonly era: McpEra;
+  /**
+   * The revision in use: for `modern`, the one agreed through `server/discover`; for `legacy`,
+   * the one the server answered `initialize` with (one of {@link LEGACY_PROTOCOL_VERSIONS}).
+   */
   readonly protocolVersion: string;
+  /** The server's `serverInfo` (`version` `""` when it sent none), or `undefined` when it sent no name. */
   readonly serverInfo: { name: string; version: string } | undefined;
   /** The stdio child's pid (its process group id), if any. */
   readonly pid: number | undefined;
@@ -143,6 +179,7 @@ export interface McpConnection {
 export interface ToolOutcome {
   /** Text and image blocks; other MCP content becomes text markers (`[resource: uri]`). */
   content: import("../types.ts").ResultBlock[];
+  /** True for an `isError` result and for every failure turned into data (SPEC section 6.8). */
   isError: boolean;
 }
 
