@@ -5,14 +5,13 @@
  */
 
 import { AgentError } from "../errors.ts";
+import type { Env } from "../config.ts";
 import type { McpServerConfig } from "./types.ts";
 
 /** Legal server names in `.mcp.json` (SPEC section 5.2); `__` is also refused. */
 export const SERVER_NAME_PATTERN: RegExp = /^[A-Za-z0-9_-]{1,64}$/;
 /** At most this many servers per session (SPEC section 5.4). */
 export const MAX_SERVERS = 16;
-
-type Env = Record<string, string | undefined>;
 
 /**
  * Expands `${VAR}` and `${VAR:-default}` from `env`. An unset variable without a default
