@@ -25,10 +25,23 @@ export const MAX_PAUSE_CONTINUATIONS = 5;
 
 /** Options of {@link AgentSession}. */
 export interface SessionOptions {
+  /**
+   * The validated configuration (`loadConfig`): the system prompt, token limits, rounds,
+   * tool and hook timeouts, the `_Stop` budget and the hook allowlist come from it.
+   */
   config: Config;
+  /** The LLM, usually from `createModel(config)`; used for every round and for compaction summaries. */
   model: Model;
+  /**
+   * The session's MCP servers, usually from `createRegistry`. The session uses it but does
+   * not own it: the caller closes it after the last prompt.
+   */
   registry: ToolRegistry;
-  /** Session id, sent to MCP servers as `_meta["sprout-agent/session"]`; default a random UUID. */
+  /**
+   * The session id, kept as {@link AgentSession.id}; default a random UUID. The session sends
+   * nothing with it: MCP servers see the `sessionId` given to `createRegistry` as
+   * `_meta["sprout-agent/session"]` (SPEC section 10), so pass the same value to both.
+   */
   id?: string;
   /** Milliseconds clock for durations; default `Date.now`. */
   now?: () => number;
@@ -64,6 +77,10 @@ export class AgentSession {
   #emit: (event: AgentEvent) => void = () => {};
   #busy = false;
 
+  /**
+   * Creates a session with an empty history and an unused `_Stop` budget. Connects nothing
+   * and sends nothing until {@link AgentSession.prompt}.
+   */
   constructor(options: SessionOptions) {
     this.id = options.id ?? crypto.randomUUID();
     this.#config = options.config;
