@@ -29,13 +29,17 @@ export { AgentSession, mapStop, MAX_PAUSE_CONTINUATIONS, MAX_TOOL_CALLS_PER_RESP
 export type { PromptRun, SessionOptions } from "./lib/loop.ts";
 export type { EventStream } from "./lib/stream.ts";
 export { HookRunner, injectionItems } from "./lib/hooks.ts";
+export type { HookMeta, HookName, HookResult, HookRunnerOptions } from "./lib/hooks.ts";
 export * from "./lib/compaction.ts";
 export { formatToolContent, NO_OUTPUT, truncateMiddle } from "./lib/results.ts";
 export * from "./lib/mcp/types.ts";
 export { expandVars, parseMcpConfig, sanitizeServerNames } from "./lib/mcp/config.ts";
 export { connectMcp } from "./lib/mcp/client.ts";
 export { createRegistry } from "./lib/mcp/registry.ts";
+export type { ConnectFn, RegistryFailure, RegistryOptions } from "./lib/mcp/registry.ts";
 export { createModel } from "./lib/llm/model.ts";
+export type { CreateModelOptions } from "./lib/llm/model.ts";
 export { readSse, SseParser } from "./lib/llm/sse.ts";
 export type { SseEvent } from "./lib/llm/sse.ts";
 export { serveAcp } from "./lib/acp.ts";
+export type { AcpOptions, TextSink } from "./lib/acp.ts";

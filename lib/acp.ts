@@ -30,6 +30,7 @@ export const ACP_PROTOCOL_VERSION = 1;
 
 /** A text sink such as `process.stdout` or `process.stderr`. */
 export interface TextSink {
+  /** Writes one whole line (a JSON-RPC message or a log line, `\n` included); the return value is ignored. */
   write(chunk: string): unknown;
   /** Used, when present, to swallow `EPIPE` once the client has gone. */
   on?(event: "error", listener: (error: Error) => void): unknown;

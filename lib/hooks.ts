@@ -20,29 +20,39 @@ export const HOOK_TIMEOUTS_BEFORE_KILL = 2;
 /** Longest injected tool-call id before it is shortened with a hash (SPEC section 7). */
 export const MAX_HOOK_ID_LENGTH = 40;
 
-/** The hooks the agent calls. */
+/** The hooks the agent calls (SPEC section 1); any other `_`-name is reserved and never called. */
 export type HookName = "_Stop" | "_PostCompact";
 
 /** Context sent to hook authors as `_meta["sprout-agent/hook"]` (SPEC section 2.3). */
 export interface HookMeta {
+  /**
+   * The round within the prompt, 1-based: for `_Stop`, the round whose response ended the
+   * turn; for `_PostCompact`, the round about to be sent.
+   */
   round: number;
+  /** `_Stop` objections the session has used so far (never reset; SPEC section 7.2). */
   rejectionsUsed: number;
+  /** `SPROUT_AGENT_STOP_MAX_REJECTIONS` minus `rejectionsUsed`: objections the session may still make. */
   rejectionsLeft: number;
 }
 
 /** How one hook call on one server ended. */
 export interface HookResult {
+  /** The server's configured name. */
   server: string;
+  /** `objection` (non-blank text), `none`, `timeout` or `error` (SPEC section 4.3). */
   outcome: HookOutcome;
   /** The objection (or text to inject), capped at 16 KiB; only for `objection`. */
   text?: string;
   /** Why the call did not count, for `timeout`, `error` and some `none` outcomes. */
   message?: string;
+  /** Time from the call to its end, in whole milliseconds, by the runner's `now` clock. */
   durationMs: number;
 }
 
 /** Options of {@link HookRunner}. */
 export interface HookRunnerOptions {
+  /** The session's servers: which list a hook (`hookServers`), the calls (`callHook`), the kills (`killServer`). */
   registry: ToolRegistry;
   /** `MCP_HOOK_SERVERS`, parsed (SPEC section 3). */
   allow: HookServers;
@@ -74,6 +84,7 @@ export class HookRunner {
   #now: () => number;
   #timeouts = new Map<string, number>();
 
+  /** Creates a runner with every server's consecutive-timeout counter at 0; calls nothing. */
   constructor(options: HookRunnerOptions) {
     this.#registry = options.registry;
     this.#allow = options.allow;

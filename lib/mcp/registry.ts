@@ -36,10 +36,19 @@ export interface RegistryOptions {
   sessionId: string;
   /** Bound of connecting and of each `tools/list`, in ms; default 30000. */
   initTimeoutMs?: number;
+  /** Largest line accepted from a stdio server, in bytes (`SPROUT_AGENT_MAX_LINE_BYTES`); default 4194304. */
   maxLineBytes?: number;
+  /**
+   * The era each server configuration was found to speak, shared across sessions so that it
+   * is detected once per process (SPEC section 10); without it every connection, restarts
+   * included, detects again unless the configuration pins `protocol`.
+   */
   eraCache?: Map<string, McpEra>;
+  /** For HTTP servers; default the global `fetch`. */
   fetch?: typeof fetch;
+  /** The agent's working folder: the `cwd` of stdio servers that set none; default `process.cwd()`. */
   cwd?: string;
+  /** The environment a stdio server's pass-through variables are taken from (SPEC section 10); default `process.env`. */
   env?: Record<string, string | undefined>;
   /** Non-fatal problems: a server died (with its stderr tail), tools dropped or skipped. */
   onWarning?: (message: string) => void;
@@ -59,7 +68,13 @@ export interface RegistryOptions {
 
 /** A server that could not start. */
 export interface RegistryFailure {
+  /** The server's configured name. */
   server: string;
+  /**
+   * Why, naming the server (for example `Cannot start server "x": …`), with the stderr tail
+   * when a stdio server exited. The CLI prints it as a warning; ACP fails `session/new` with
+   * it (SPEC section 11).
+   */
   message: string;
 }
 
