@@ -18,6 +18,7 @@ export interface StreamShape {
 
 /** A normal response. `stop` is `end_turn` | `tool_use` | `max_tokens` | `refusal` | `pause_turn`, or a raw wire value. */
 export interface FakeReply extends StreamShape {
+  /** The assistant's text, streamed as about three deltas; absent or `""` sends no text at all. */
   text?: string;
   /** `arguments` may be a raw string (sent as is, for invalid-JSON tests). `id` defaults to a generated one. */
   toolCalls?: { name: string; arguments?: Record<string, unknown> | string; id?: string }[];
@@ -31,8 +32,14 @@ export interface FakeReply extends StreamShape {
 
 /** An error event in the middle of the stream, after `text` (default `"partial "`) was sent. */
 export interface FakeStreamError {
+  /**
+   * The error's `type`, sent as is on both wires: an Anthropic error type such as
+   * `overloaded_error` or `invalid_request_error`; it decides whether the agent retries (SPEC section 9).
+   */
   streamError: string;
+  /** The error's message; default `Overloaded` for `overloaded_error`, else `Internal server error`. */
   message?: string;
+  /** The text sent before the error; default `"partial "`. */
   text?: string;
 }
 

@@ -26,13 +26,28 @@ import {
 export type { FakeReply, FakeStreamError, StreamShape } from "./_fake_llm_wire.ts";
 
 export { validateAnthropicRequest, validateOpenAiRequest } from "./llm/validate.ts";
-export { createScriptedModel, type ScriptTurn } from "./llm/scripted.ts";
+export { createScriptedModel, type ScriptedOptions, type ScriptTurn } from "./llm/scripted.ts";
+export type {
+  HistoryItem,
+  LlmRequest,
+  LlmResponse,
+  Model,
+  ProviderStop,
+  ResultBlock,
+  ToolCall,
+  ToolDef,
+  Usage,
+} from "./types.ts";
 
 /** An HTTP error: `retryAfter` in seconds (or an HTTP date); `body` replaces the API-style error body. */
 export interface FakeHttpError {
+  /** The HTTP status sent, for example 429, 500 or 529. */
   status: number;
+  /** Sent as the `retry-after` header: seconds, or an HTTP date string. */
   retryAfter?: number | string;
+  /** Sent as the `retry-after-ms` header, in milliseconds (the agent prefers it to `retry-after`). */
   retryAfterMs?: number;
+  /** Sent as the JSON body instead of the wire's usual error object for `status`. */
   body?: unknown;
 }
 
@@ -41,9 +56,11 @@ export type FakeTurn = FakeReply | FakeHttpError | FakeStreamError | { drop: tru
 
 /** One request the fake received. */
 export interface RecordedRequest {
+  /** Which API the path addressed: `anthropic` for `…/v1/messages`, `openai` for `…/chat/completions`. */
   wire: "anthropic" | "openai";
+  /** The request's URL path, query string removed. */
   path: string;
-  /** The parsed JSON body. */
+  /** The parsed JSON body; `{}` when the body was not JSON. */
   body: Record<string, unknown>;
   /** Lower-case header names. */
   headers: Record<string, string>;

@@ -10,6 +10,7 @@ import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCal
 
 /** One scripted LLM response (SPEC section 11). */
 export interface ScriptTurn {
+  /** The assistant's text, emitted through `onTextDelta` in a few chunks; default `""`. */
   text?: string;
   /** `name` is the name the LLM sees (qualified, mapped). Ids are `call_<n>`. */
   toolCalls?: { name: string; arguments?: Record<string, unknown> }[];
