@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole suite: type-check, then the same test files under Node (tsx), Bun and Deno.
+# The whole suite: type-check, doc lint, then the same test files under Node (tsx), Bun and Deno.
 # Called by `npm test`. Each runner's end-to-end tests spawn the agent under that runner's
 # runtime; runtime-independent slow checks run once (see tests/helpers/runtime.ts).
 set -uo pipefail
@@ -15,6 +15,9 @@ step() {
   if "$@"; then echo "::: $name passed in $((SECONDS - start)) s"; else echo "::: $name FAILED in $((SECONDS - start)) s"; status=1; fi
 }
 step tsc tsc --noEmit -p tsconfig.json
+# Every export of the public entry points has JSDoc and references only exported types.
+# --quiet hides deno's warnings about @types/node; lint errors are still printed.
+step doc-lint deno doc --lint --quiet mod.ts lib/testing.ts
 step node node --import tsx --test --test-concurrency=2 "${files[@]}"
 step bun bun test --timeout 120000 "${files[@]/#/./}"
 step deno deno test -A --quiet "${files[@]}"
