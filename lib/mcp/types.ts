@@ -86,7 +86,10 @@ export type McpContent =
 export interface CallToolResult {
   /** The result's blocks; `[]` when the server sent no `content` array. */
   content: McpContent[];
-  /** The server's `isError`; present only when it sent a boolean. An error result is data, not a throw (SPEC section 6.8). */
+  /**
+   * The server's `isError`; present only when it sent a boolean. An error result resolves
+   * (it is data for the LLM, SPEC section 6.8), it never throws.
+   */
   isError?: boolean;
   /** The server's `structuredContent`, when sent; becomes the text of a result with no content blocks. */
   structuredContent?: unknown;
@@ -135,7 +138,13 @@ export interface McpConnectOptions {
   eraCache?: Map<string, McpEra>;
   /** Non-fatal problems (a repeated cursor, an unparseable line). */
   onWarning?: (message: string) => void;
-  /** The server announced that its tool list changed. */
+  /**
+   * The server announced that its tool list changed: `notifications/tools/list_changed`,
+   * unsolicited from a legacy server or on the `subscriptions/listen` stream of a modern one
+   * (opened when its `server/discover` advertises `tools.listChanged`); also after such a
+   * subscription ended unexpectedly. A modern list's freshness hint is read through
+   * {@link McpConnection.toolsStale}, not announced here.
+   */
   onToolsChanged?: () => void;
   /** The connection died (process exit, stream end). Not called after `close()` or `kill()`. */
   onClose?: (info: McpExitInfo) => void;
@@ -143,7 +152,10 @@ export interface McpConnectOptions {
 
 /** One live connection to one MCP server. */
 export interface McpConnection {
-  /** The era in use: pinned by `McpServerConfig.protocol`, remembered in `eraCache`, or detected when connecting (SPEC section 10). */
+  /**
+   * The era in use: pinned by `McpServerConfig.protocol`, remembered in `eraCache`, or
+   * detected when connecting (SPEC section 10).
+   */
   readonly era: McpEra;
   /**
    * The revision in use: for `modern`, the one agreed through `server/discover`; for `legacy`,
@@ -156,6 +168,14 @@ export interface McpConnection {
   readonly pid: number | undefined;
   /** True once the connection is closed, killed or dead. */
   readonly closed: boolean;
+  /**
+   * True when the last tool list has expired and must be listed again before it is used:
+   * modern era only, once its `ttlMs` freshness hint has elapsed since it arrived (at once
+   * for `ttlMs` 0 or absent, the official SDK's default), or at once after a change notice.
+   * Legacy servers announce changes through `onToolsChanged` only; absent means false.
+   * SPEC section 10.
+   */
+  readonly toolsStale?: boolean;
   /**
    * Every tool, following `nextCursor` (stops on a repeated cursor or after 100 pages,
    * with a warning).
