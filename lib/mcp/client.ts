@@ -11,7 +11,7 @@ import process from "node:process";
 import { AgentError, isAbortError } from "../errors.ts";
 import { HttpTransport, PROTOCOL_VERSION_META_KEY } from "./http.ts";
 import { formatSeconds, INVALID_REQUEST, JsonRpcError, JsonRpcPeer, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
-import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
+import type { JsonRpcId, JsonRpcMessage, SendContext } from "./jsonrpc.ts";
 import { spawnStdio } from "./stdio.ts";
 import type { OversizeLine, StdioProcess } from "./stdio.ts";
 import {
@@ -36,10 +36,22 @@ export const STDIO_PROBE_TIMEOUT_MS = 2000;
 export const MAX_TOOL_PAGES = 100;
 /** Client info sent when `options.clientInfo` is absent. */
 export const DEFAULT_CLIENT_INFO = { name: "sprout-agent", version: "0.1.0" };
+/**
+ * Longest `ttlMs` honoured, in ms (24 h, the official v2 client's cap): a server cannot pin
+ * its tool list for longer (SPEC section 10).
+ */
+export const MAX_TOOLS_TTL_MS = 86_400_000;
+/**
+ * How many times a connection opens `subscriptions/listen` again after the server ended it
+ * (at the next `listTools()`, which re-lists anyway); then it relies on the freshness hint.
+ */
+export const MAX_RESUBSCRIBES = 3;
 
 const CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo";
 const CLIENT_CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities";
 const SESSION_META_KEY = "sprout-agent/session";
+const SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId";
+const TOOLS_LIST_CHANGED = "notifications/tools/list_changed";
 /** Modern revisions this client speaks. */
 const MODERN_VERSIONS: readonly string[] = [MODERN_PROTOCOL_VERSION];
 
@@ -97,6 +109,16 @@ class Connection implements McpConnection {
   #connected = false;
   #dead = false;
   #exit: McpExitInfo | undefined;
+  /** Modern era: when the last tool list stops being fresh (`performance.now()` ms); -Infinity = stale. */
+  #toolsFreshUntil = Number.NEGATIVE_INFINITY;
+  /** Counts change notices, so a notice that arrives while listing leaves the new list stale. */
+  #notices = 0;
+  /** The server advertised `capabilities.tools.listChanged` in `server/discover`. */
+  #announcesChanges = false;
+  #subscription: Subscription | undefined;
+  /** The server ended an acknowledged subscription: open it again at the next `listTools()`. */
+  #relisten = false;
+  #resubscribes = 0;
 
   constructor(config: McpServerConfig, options: McpConnectOptions) {
     this.#config = config;
@@ -111,6 +133,10 @@ class Connection implements McpConnection {
 
   get closed(): boolean {
     return this.#closing || this.#dead;
+  }
+
+  get toolsStale(): boolean {
+    return this.era === "modern" && !this.closed && performance.now() >= this.#toolsFreshUntil;
   }
 
   async start(): Promise<void> {
@@ -135,11 +161,14 @@ class Connection implements McpConnection {
       if (probe.kind !== "modern") {
         throw new AgentError("mcp-connect", `Cannot connect to server "${this.#name}": it does not speak protocol ${MODERN_PROTOCOL_VERSION} (pinned "modern")`);
       }
-      return this.#useModern(probe);
+      this.#useModern(probe);
+      return this.#subscribe(deadline);
     }
     const probe = await this.#probe(deadline, true);
-    if (probe.kind === "modern") this.#useModern(probe);
-    else {
+    if (probe.kind === "modern") {
+      this.#useModern(probe);
+      await this.#subscribe(deadline);
+    } else {
       if (probe.kind === "legacy-restart") {
         const old = this.#proc;
         this.#proc = undefined;
@@ -226,10 +255,95 @@ class Connection implements McpConnection {
       label: `server "${this.#name}"`,
       send,
       onWarning: (m) => this.#warn(m),
-      onNotification: (method) => {
-        if (method === "notifications/tools/list_changed") this.#options.onToolsChanged?.();
-      },
+      onNotification: (method, params) => this.#notification(method, params),
     });
+  }
+
+  /**
+   * Change notices: `notifications/tools/list_changed` (unsolicited from a legacy server, on
+   * the `subscriptions/listen` stream from a modern one) makes the list stale at once; the
+   * acknowledgement and the server's `notifications/cancelled` drive the subscription.
+   */
+  #notification(method: string, params: unknown): void {
+    const p = asObject(params);
+    const subscriptionId = asObject(p?._meta)?.[SUBSCRIPTION_ID_META_KEY];
+    const sub = this.#subscription;
+    if (method === TOOLS_LIST_CHANGED) {
+      this.#notices++;
+      this.#toolsFreshUntil = Number.NEGATIVE_INFINITY;
+      this.#options.onToolsChanged?.();
+    } else if (method === "notifications/subscriptions/acknowledged") {
+      if (sub !== undefined && sub.id !== undefined && subscriptionId === sub.id) sub.acknowledged(asObject(p?.notifications) ?? {});
+    } else if (method === "notifications/cancelled") {
+      if (sub !== undefined && sub.id !== undefined && p?.requestId === sub.id) {
+        this.#peer.fail(sub.id, () => new AgentError("mcp", "the server cancelled it"), false);
+      }
+    }
+  }
+
+  /**
+   * Opens `subscriptions/listen` for `toolsListChanged` (as the official v2 client does for
+   * a `listChanged` option on a modern connection) when the server advertised
+   * `capabilities.tools.listChanged`, and waits for its acknowledgement until `deadline`.
+   * Over stdio the request shares the channel; over HTTP it is a POST whose SSE answer stays
+   * open. Never throws: a refusal, a timeout or an unhonoured filter is a warning, and the
+   * freshness hint (`ttlMs`) still applies.
+   */
+  async #subscribe(deadline: number): Promise<void> {
+    if (!this.#announcesChanges || this.#subscription !== undefined || this.closed) return;
+    const controller = new AbortController();
+    let acknowledged!: (honoured: Record<string, unknown> | Error) => void;
+    const ack = new Promise<Record<string, unknown> | Error>((resolve) => {
+      acknowledged = resolve;
+    });
+    const sub: Subscription = { id: undefined, controller, acknowledged, open: false };
+    this.#subscription = sub;
+    const listen = this.#peer.request(
+      "subscriptions/listen",
+      { _meta: this.#meta(), notifications: { toolsListChanged: true } },
+      { signal: controller.signal, background: true, onId: (id) => (sub.id = id) },
+    );
+    listen.then(
+      () => {
+        acknowledged(new Error("the server ended it before acknowledging it"));
+        this.#subscriptionEnded(sub, "the server ended it");
+      },
+      (error: unknown) => {
+        acknowledged(error instanceof Error ? error : new Error(String(error)));
+        this.#subscriptionEnded(sub, isAbortError(error) ? undefined : messageOf(error));
+      },
+    );
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waitMs = this.#remaining(deadline);
+    const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), waitMs)));
+    const outcome = await Promise.race([ack, timeout]);
+    clearTimeout(timer);
+    if (outcome === "timeout" || outcome instanceof Error) {
+      const why = outcome === "timeout" ? `no acknowledgement within ${formatSeconds(waitMs)} s` : outcome.message;
+      if (this.#subscription === sub) this.#subscription = undefined;
+      controller.abort();
+      if (!this.closed) this.#warn(`Cannot subscribe to the tool-list changes of server "${this.#name}": ${why}`);
+      return;
+    }
+    if (outcome.toolsListChanged !== true) {
+      if (this.#subscription === sub) this.#subscription = undefined;
+      this.#announcesChanges = false;
+      controller.abort();
+      this.#warn(`Server "${this.#name}" did not accept a subscription to its tool-list changes; relying on its freshness hint`);
+      return;
+    }
+    sub.open = true;
+  }
+
+  /** A subscription ended: by us (no warning), by the server or the transport (warning, list stale). */
+  #subscriptionEnded(sub: Subscription, why: string | undefined): void {
+    if (this.#subscription !== sub) return;
+    this.#subscription = undefined;
+    if (!sub.open || why === undefined || this.closed) return;
+    this.#warn(`Server "${this.#name}" ended the subscription to its tool-list changes (${why}); listing its tools again`);
+    this.#relisten = true;
+    this.#toolsFreshUntil = Number.NEGATIVE_INFINITY;
+    this.#options.onToolsChanged?.();
   }
 
   #warn(message: string): void {
@@ -331,6 +445,7 @@ class Connection implements McpConnection {
   #useModern(probe: { version: string; result: Record<string, unknown> }): void {
     this.era = "modern";
     this.protocolVersion = probe.version;
+    this.#announcesChanges = asObject(asObject(probe.result.capabilities)?.tools)?.listChanged === true;
     const info = asObject(probe.result.serverInfo) ??
       asObject(asObject(probe.result._meta)?.["io.modelcontextprotocol/serverInfo"]);
     if (info && typeof info.name === "string") {
@@ -418,6 +533,13 @@ class Connection implements McpConnection {
     let nameless = 0;
     let cursor: string | undefined;
     const pageOptions: McpRequestOptions = { ...options, timeoutMs: options.timeoutMs ?? this.#initTimeoutMs };
+    if (this.#relisten && this.#subscription === undefined && this.#resubscribes < MAX_RESUBSCRIBES) {
+      this.#relisten = false;
+      this.#resubscribes++;
+      await this.#subscribe(Date.now() + pageOptions.timeoutMs!);
+    }
+    const notices = this.#notices;
+    let freshUntil = Number.POSITIVE_INFINITY;
     for (let page = 0;; page++) {
       if (page === MAX_TOOL_PAGES) {
         this.#warn(`Stopped listing the tools of server "${this.#name}" after ${MAX_TOOL_PAGES} pages`);
@@ -426,10 +548,13 @@ class Connection implements McpConnection {
       const result = await this.#request("tools/list", cursor === undefined ? {} : { cursor }, pageOptions) as {
         tools?: unknown;
         nextCursor?: unknown;
+        ttlMs?: unknown;
       };
       if (!Array.isArray(result.tools)) {
         throw new AgentError("mcp", `Request "tools/list" to server "${this.#name}" failed: the result has no "tools" list`);
       }
+      // Each page is fresh for its own ttlMs from its arrival; the list, until the first expires.
+      freshUntil = Math.min(freshUntil, performance.now() + ttlOf(result));
       for (const tool of result.tools) {
         const t = asObject(tool);
         if (!t || typeof t.name !== "string" || t.name === "") {
@@ -448,6 +573,7 @@ class Connection implements McpConnection {
       seen.add(next);
       cursor = next;
     }
+    this.#toolsFreshUntil = this.#notices === notices ? freshUntil : Number.NEGATIVE_INFINITY;
     if (nameless > 0) this.#warn(`Skipped ${nameless} tool${nameless === 1 ? "" : "s"} of server "${this.#name}" without a name (a non-empty string)`);
     if (duplicates > 0) this.#warn(`Server "${this.#name}" listed ${duplicates} tool names more than once; kept the first of each`);
     return [...byName.values()];
@@ -479,6 +605,32 @@ class Connection implements McpConnection {
     this.#peer?.failAll(() => new AgentError("mcp", `Server "${this.#name}" was closed`));
     await Promise.all([this.#proc?.close(), this.#http?.close()]);
   }
+}
+
+/** A subscription to tool-list changes (`subscriptions/listen`), known by its request id. */
+interface Subscription {
+  id: JsonRpcId | undefined;
+  /** Aborting ends it: `notifications/cancelled` (stdio) and the POST aborted (HTTP). */
+  controller: AbortController;
+  /** Settles the wait for the acknowledgement: the honoured filter, or why there is none. */
+  acknowledged: (honoured: Record<string, unknown> | Error) => void;
+  /** Acknowledged with `toolsListChanged`. */
+  open: boolean;
+}
+
+/**
+ * The `ttlMs` freshness hint of one `tools/list` page in ms (SPEC section 10; the
+ * specification's caching rules): absent, not a number or negative is 0 (stale at once);
+ * capped at {@link MAX_TOOLS_TTL_MS}.
+ */
+function ttlOf(result: { ttlMs?: unknown }): number {
+  const ttl = result.ttlMs;
+  if (typeof ttl !== "number" || !Number.isFinite(ttl) || ttl <= 0) return 0;
+  return Math.min(ttl, MAX_TOOLS_TTL_MS);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function asObject(value: unknown): Record<string, unknown> | undefined {

@@ -63,7 +63,7 @@ export interface JsonRpcPeerOptions {
    * transports deliver the answer by calling {@link JsonRpcPeer.receive} before resolving.
    */
   send: (message: JsonRpcMessage, context: SendContext) => Promise<void>;
-  /** A notification from the server (`notifications/tools/list_changed`, …). */
+  /** A notification from the server (`notifications/tools/list_changed`, `notifications/cancelled`, …). */
   onNotification?: (method: string, params: unknown) => void;
   /** Non-fatal problems (a reply that is not JSON-RPC). */
   onWarning?: (message: string) => void;
@@ -80,10 +80,18 @@ export interface PeerRequestOptions {
   timeoutMessage?: string | (() => string);
   /** Aborting rejects with an `AbortError`. */
   signal?: AbortSignal;
+  /** Called at once with the id the request is sent under (a subscription is known by it). */
+  onId?: (id: JsonRpcId) => void;
+  /**
+   * A long-lived request (`subscriptions/listen`, answered only when it ends): left out of
+   * {@link JsonRpcPeer.pendingCount} and {@link JsonRpcPeer.pendingIds}.
+   */
+  background?: boolean;
 }
 
 interface Pending {
   method: string;
+  background: boolean;
   resolve: (result: unknown) => void;
   reject: (error: Error) => void;
   controller: AbortController;
@@ -110,9 +118,9 @@ export class JsonRpcPeer {
     this.#options = options;
   }
 
-  /** Requests still waiting for their answer. */
+  /** Requests still waiting for their answer (long-lived `background` ones left out). */
   get pendingCount(): number {
-    return this.#pending.size;
+    return this.pendingIds().length;
   }
 
   /**
@@ -127,6 +135,7 @@ export class JsonRpcPeer {
     if (options.signal?.aborted) return Promise.reject(abortError());
     const id = ++this.#nextId;
     const controller = new AbortController();
+    options.onId?.(id);
     return new Promise((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const onAbort = () => abandon(abortError(), "cancelled");
@@ -141,7 +150,7 @@ export class JsonRpcPeer {
         reject(error);
         this.notify("notifications/cancelled", { requestId: id, reason }).catch(() => {});
       };
-      this.#pending.set(id, { method, resolve, reject, controller, cleanup });
+      this.#pending.set(id, { method, background: options.background === true, resolve, reject, controller, cleanup });
       if (options.timeoutMs !== undefined) {
         const seconds = formatSeconds(options.timeoutMs);
         const custom = options.timeoutMessage;
@@ -174,24 +183,24 @@ export class JsonRpcPeer {
     });
   }
 
-  /** Ids of the requests still waiting, oldest first. */
+  /** Ids of the requests still waiting, oldest first (long-lived `background` ones left out). */
   pendingIds(): JsonRpcId[] {
-    return [...this.#pending.keys()];
+    return [...this.#pending].filter(([, entry]) => !entry.background).map(([id]) => id);
   }
 
   /**
    * Rejects one pending request now with `error(method)` (its reply arrived but cannot be
-   * read) and sends `notifications/cancelled` for it. Returns false when `id` is not
-   * pending; a later reply to it is discarded.
+   * read) and sends `notifications/cancelled` for it (unless `cancel` is false: the server
+   * itself ended it). Returns false when `id` is not pending; a later reply to it is discarded.
    */
-  fail(id: JsonRpcId, error: (method: string) => Error): boolean {
+  fail(id: JsonRpcId, error: (method: string) => Error, cancel = true): boolean {
     const entry = this.#pending.get(id);
     if (entry === undefined) return false;
     this.#pending.delete(id);
     entry.cleanup();
     entry.controller.abort();
     entry.reject(error(entry.method));
-    this.notify("notifications/cancelled", { requestId: id, reason: "reply unreadable" }).catch(() => {});
+    if (cancel) this.notify("notifications/cancelled", { requestId: id, reason: "reply unreadable" }).catch(() => {});
     return true;
   }
 
@@ -262,7 +271,6 @@ export class JsonRpcPeer {
   }
 
   #notification(method: string, params: unknown): void {
-    if (method === "notifications/cancelled") return;
     this.#options.onNotification?.(method, params);
   }
 

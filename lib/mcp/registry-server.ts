@@ -40,8 +40,18 @@ export class ServerHandle {
   conn: McpConnection | undefined;
   /** The last list the server gave, kept while dead so its tools stay routable. */
   tools: McpTool[] = [];
-  /** The server announced a list change that is not re-listed yet. */
-  stale = false;
+  /**
+   * The list must be listed again before the next round: the server announced a change not
+   * re-listed yet, or (modern era) the list's `ttlMs` freshness hint has elapsed
+   * ({@link McpConnection.toolsStale}). Setting it sets only the announced part.
+   */
+  get stale(): boolean {
+    return this.#stale || (this.status === "connected" && this.conn?.toolsStale === true);
+  }
+  set stale(value: boolean) {
+    this.#stale = value;
+  }
+  #stale = false;
   /** Why it is dead. */
   reason = "";
   /** How the current connection's process ended, once it did. */

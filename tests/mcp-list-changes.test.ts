@@ -1,0 +1,230 @@
+/**
+ * Tool-list changes in the modern era (SPEC section 10, CASES C12) against a real SDK 2.x
+ * server (`tests/fixtures/mcp/sdk2-changes.ts`), over stdio and Streamable HTTP: the
+ * `subscriptions/listen` stream carries `notifications/tools/list_changed`, and the `ttlMs`
+ * freshness hint of `tools/list` decides when the registry lists a server again. The legacy
+ * path (unsolicited `notifications/tools/list_changed`) is checked against the same server.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { after, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { connectMcp } from "../lib/mcp/client.ts";
+import { createRegistry } from "../lib/mcp/registry.ts";
+import type { McpEra, McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
+import type { ToolDef } from "../lib/types.ts";
+import { runtime } from "./helpers/runtime.ts";
+import { startHttpFixture, textOf, tsServer } from "./fixtures/mcp/helpers.ts";
+import type { HttpFixture } from "./fixtures/mcp/helpers.ts";
+
+const FIXTURE = "sdk2-changes.ts";
+const call = { timeoutMs: 20_000 };
+const dir = mkdtempSync(join(tmpdir(), "list-changes-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function names(defs: ToolDef[]): string[] {
+  return defs.map((d) => d.name);
+}
+
+function stdio(args: string[] = [], protocol?: McpEra): McpServerConfig {
+  const config = tsServer("s", FIXTURE, runtime(), args);
+  return protocol === undefined ? config : { ...config, protocol };
+}
+
+function http(url: string): McpServerConfig {
+  return { name: "s", transport: { type: "http", url, headers: {} } };
+}
+
+async function withRegistry(
+  config: McpServerConfig,
+  body: (registry: ToolRegistry, era: () => McpEra | undefined, warnings: string[]) => Promise<void>,
+): Promise<void> {
+  const warnings: string[] = [];
+  const eraCache = new Map<string, McpEra>();
+  const { registry, failures } = await createRegistry([config], {
+    sessionId: "list-changes",
+    env: process.env,
+    initTimeoutMs: 20_000,
+    eraCache,
+    onWarning: (m) => warnings.push(m),
+  });
+  try {
+    assert.deepEqual(failures, []);
+    await body(registry, () => eraCache.values().next().value, warnings);
+  } finally {
+    await registry.close();
+  }
+}
+
+async function withHttp(args: string[], body: (fixture: HttpFixture) => Promise<void>): Promise<void> {
+  const fixture = await startHttpFixture(FIXTURE, runtime(), ["--http", ...args]);
+  try {
+    await body(fixture);
+  } finally {
+    await fixture.stop();
+  }
+}
+
+/** CASES C12 from the first call on: the list changed, `search` is gone, `_Stop` is a hook. */
+async function expectChanged(registry: ToolRegistry): Promise<void> {
+  assert.deepEqual(names(await registry.listTools()), ["s__summarize"]);
+  assert.deepEqual(registry.hookServers("_Stop"), ["s"]);
+  assert.equal(textOf(await registry.callTool("s__search", {}, call)), "unknown tool: s__search");
+  assert.equal(textOf(await registry.callTool("s__summarize", {}, call)), "summary");
+  const stop = await registry.callHook("s", "_Stop", { timeoutMs: 20_000, meta: {} });
+  assert.equal(textOf(stop), "objection from changes");
+}
+
+async function callSearch(registry: ToolRegistry): Promise<void> {
+  assert.deepEqual(names(await registry.listTools()), ["s__search"]);
+  assert.deepEqual(registry.hookServers("_Stop"), []);
+  assert.equal(textOf(await registry.callTool("s__search", {}, call)), "found");
+}
+
+/** The `Mcp-Method` of each request the HTTP fixture served, in order. */
+function methods(log: string): string[] {
+  try {
+    return readFileSync(log, "utf8").split("\n").filter((l) => l !== "");
+  } catch {
+    return [];
+  }
+}
+
+function count(list: string[], method: string): number {
+  return list.filter((m) => m === method).length;
+}
+
+describe("modern-era tool-list changes over stdio (SDK 2.x serveStdio)", () => {
+  test("C12 with the SDK's defaults (ttlMs 0, tools.listChanged): the next listTools shows summarize, not search or _Stop; _Stop is a hook; search is unknown", async () => {
+    await withRegistry(stdio(), async (registry, era, warnings) => {
+      assert.equal(era(), "modern");
+      await callSearch(registry);
+      await expectChanged(registry);
+      assert.deepEqual(warnings, []);
+    });
+  });
+
+  test("C12 with ttlMs 600000: the change notice on the subscriptions/listen stream alone makes the registry list again", async () => {
+    await withRegistry(stdio(["--ttl-ms", "600000"]), async (registry, era, warnings) => {
+      assert.equal(era(), "modern");
+      await callSearch(registry);
+      await expectChanged(registry);
+      assert.deepEqual(warnings, []);
+    });
+  });
+
+  test("a server that announces nothing: its list is kept while its ttlMs holds, and listed again once it has elapsed", async () => {
+    await withRegistry(stdio(["--quiet", "--ttl-ms", "600000"]), async (registry) => {
+      await callSearch(registry);
+      // Fresh for 10 minutes: not listed again, so the change is not seen yet (allowed by the hint).
+      assert.deepEqual(names(await registry.listTools()), ["s__search"]);
+    });
+    await withRegistry(stdio(["--quiet", "--ttl-ms", "300"]), async (registry, _era, warnings) => {
+      await callSearch(registry);
+      await new Promise((r) => setTimeout(r, 600));
+      await expectChanged(registry);
+      assert.deepEqual(warnings, []);
+    });
+  });
+
+  test("legacy era (pinned) on the same server: the unsolicited notifications/tools/list_changed still re-lists it", async () => {
+    await withRegistry(stdio([], "legacy"), async (registry) => {
+      await callSearch(registry);
+      let list: string[] = [];
+      for (let i = 0; i < 100 && !list.includes("s__summarize"); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        list = names(await registry.listTools());
+      }
+      await expectChanged(registry);
+    });
+  });
+});
+
+describe("modern-era tool-list changes over Streamable HTTP (SDK 2.x createMcpHandler)", () => {
+  test("C12 with ttlMs 600000: one subscriptions/listen stream; no tools/list while fresh; the notice on the stream makes the next listTools list again", async () => {
+    const log = join(dir, "http-notice.log");
+    await withHttp(["--ttl-ms", "600000", "--log", log], async ({ url }) => {
+      await withRegistry(http(url), async (registry, era, warnings) => {
+        assert.equal(era(), "modern");
+        assert.deepEqual(names(await registry.listTools()), ["s__search"]);
+        assert.deepEqual(names(await registry.listTools()), ["s__search"]);
+        assert.equal(count(methods(log), "tools/list"), 1, methods(log).join(", "));
+        assert.equal(count(methods(log), "subscriptions/listen"), 1, methods(log).join(", "));
+        await callSearch(registry);
+        // The notice travels on the listen stream, not in the call's answer: wait for it.
+        let list: string[] = [];
+        for (let i = 0; i < 100 && !list.includes("s__summarize"); i++) {
+          list = names(await registry.listTools());
+          if (!list.includes("s__summarize")) await new Promise((r) => setTimeout(r, 20));
+        }
+        await expectChanged(registry);
+        assert.equal(count(methods(log), "tools/list"), 2, methods(log).join(", "));
+        assert.deepEqual(warnings, []);
+      });
+    });
+  });
+
+  test("C12 with the SDK's defaults (ttlMs 0): every listTools lists again, so the change shows at once", async () => {
+    const log = join(dir, "http-default.log");
+    await withHttp(["--log", log], async ({ url }) => {
+      await withRegistry(http(url), async (registry, era, warnings) => {
+        assert.equal(era(), "modern");
+        await callSearch(registry);
+        await expectChanged(registry);
+        assert.ok(count(methods(log), "tools/list") >= 3, methods(log).join(", "));
+        assert.deepEqual(warnings, []);
+      });
+    });
+  });
+
+  test("a server that announces nothing: no listen stream; listed again only once its ttlMs has elapsed", async () => {
+    const log = join(dir, "http-quiet.log");
+    await withHttp(["--quiet", "--ttl-ms", "400", "--log", log], async ({ url }) => {
+      await withRegistry(http(url), async (registry) => {
+        await callSearch(registry);
+        await new Promise((r) => setTimeout(r, 700));
+        await expectChanged(registry);
+        assert.equal(count(methods(log), "subscriptions/listen"), 0, methods(log).join(", "));
+      });
+    });
+  });
+});
+
+describe("McpConnection.toolsStale", () => {
+  test("modern: stale at once for ttlMs 0, fresh for a long ttlMs until a change notice arrives; legacy: never (notices only)", async () => {
+    const changes: string[] = [];
+    const open = (args: string[], protocol?: McpEra) =>
+      connectMcp(stdio(args, protocol), { sessionId: "stale", env: process.env, onToolsChanged: () => changes.push(args.join(" ")) });
+    const zero = await open([]);
+    try {
+      await zero.listTools();
+      assert.equal(zero.era, "modern");
+      assert.equal(zero.toolsStale, true);
+    } finally {
+      await zero.close();
+    }
+    const long = await open(["--ttl-ms", "600000"]);
+    try {
+      await long.listTools();
+      assert.equal(long.toolsStale, false);
+      await long.callTool("search", {});
+      assert.equal(long.toolsStale, true);
+      assert.ok(changes.length >= 1);
+      assert.deepEqual((await long.listTools()).map((t) => t.name).sort(), ["_Stop", "summarize"]);
+      assert.equal(long.toolsStale, false);
+    } finally {
+      await long.close();
+    }
+    assert.equal(long.toolsStale, false, "a closed connection is not stale");
+    const legacy = await open([], "legacy");
+    try {
+      await legacy.listTools();
+      assert.equal(legacy.era, "legacy");
+      assert.equal(legacy.toolsStale, false);
+    } finally {
+      await legacy.close();
+    }
+  });
+});
