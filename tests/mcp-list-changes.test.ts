@@ -13,10 +13,10 @@ import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { connectMcp } from "../lib/mcp/client.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
-import type { McpEra, McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
+import type { McpConnection, McpEra, McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
 import type { ToolDef } from "../lib/types.ts";
 import { runtime } from "./helpers/runtime.ts";
-import { startHttpFixture, textOf, tsServer } from "./fixtures/mcp/helpers.ts";
+import { fixtures, startHttpFixture, textOf, tsServer, waitFor } from "./fixtures/mcp/helpers.ts";
 import type { HttpFixture } from "./fixtures/mcp/helpers.ts";
 
 const FIXTURE = "sdk2-changes.ts";
@@ -226,5 +226,85 @@ describe("McpConnection.toolsStale", () => {
     } finally {
       await legacy.close();
     }
+  });
+});
+
+describe("subscriptions/listen edge cases (hand-written modern stdio server)", () => {
+  function modern(flags: string[] = []): McpServerConfig {
+    return { name: "m", transport: { type: "stdio", command: "node", args: [`${fixtures}modern-listen.mjs`, ...flags], env: {} } };
+  }
+
+  async function withModern(
+    flags: string[],
+    body: (conn: McpConnection, warnings: string[], changes: () => number) => Promise<void>,
+    initTimeoutMs = 20_000,
+  ): Promise<void> {
+    const warnings: string[] = [];
+    let changes = 0;
+    const conn = await connectMcp(modern(flags), {
+      sessionId: "edge",
+      env: process.env,
+      initTimeoutMs,
+      onWarning: (m) => warnings.push(m),
+      onToolsChanged: () => changes++,
+    });
+    try {
+      assert.equal(conn.era, "modern");
+      await body(conn, warnings, () => changes);
+    } finally {
+      await conn.close();
+    }
+  }
+
+  const listens = async (conn: McpConnection) => textOf(await conn.callTool("listens", {}));
+
+  test("the server ends the subscription (notifications/cancelled): the list is stale, the next listTools subscribes again, and notices flow again", async () => {
+    await withModern([], async (conn, warnings, changes) => {
+      await conn.listTools();
+      assert.equal(conn.toolsStale, false);
+      assert.equal(await listens(conn), "listens 1, cancelled 0");
+      await conn.callTool("drop", {});
+      assert.equal(await waitFor(() => changes() === 1, 5000), true);
+      assert.equal(conn.toolsStale, true);
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0]!, /^Server "m" ended the subscription to its tool-list changes \(the server cancelled it\)/);
+      await conn.listTools();
+      assert.equal(conn.toolsStale, false);
+      assert.equal(await listens(conn), "listens 2, cancelled 0");
+      await conn.callTool("change", {});
+      assert.equal(await waitFor(() => changes() === 2, 5000), true);
+      assert.equal(conn.toolsStale, true);
+      assert.deepEqual((await conn.listTools()).map((t) => t.name), ["listens", "drop", "change", "extra"]);
+      assert.equal(warnings.length, 1);
+    });
+  });
+
+  test("a refused subscription is a warning; the connection works on its freshness hint", async () => {
+    await withModern(["--refuse"], async (conn, warnings) => {
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0]!, /^Cannot subscribe to the tool-list changes of server "m": .*Method not found/);
+      await conn.listTools();
+      assert.equal(conn.toolsStale, false);
+      assert.equal(await listens(conn), "listens 1, cancelled 0");
+    });
+  });
+
+  test("an acknowledgement without toolsListChanged is a warning and ends the subscription", async () => {
+    await withModern(["--partial"], async (conn, warnings) => {
+      assert.deepEqual(warnings, ['Server "m" did not accept a subscription to its tool-list changes; relying on its freshness hint']);
+      await conn.listTools();
+      assert.equal(await listens(conn), "listens 1, cancelled 1");
+    });
+  });
+
+  test("no acknowledgement: connecting goes on after the connect timeout, the request is cancelled", async () => {
+    const started = performance.now();
+    await withModern(["--no-ack"], async (conn, warnings) => {
+      assert.ok(performance.now() - started >= 1000);
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0]!, /^Cannot subscribe to the tool-list changes of server "m": no acknowledgement within \d/);
+      assert.deepEqual((await conn.listTools()).map((t) => t.name), ["listens", "drop", "change"]);
+      assert.equal(await listens(conn), "listens 1, cancelled 1");
+    }, 1500);
   });
 });

@@ -42,10 +42,19 @@ export const DEFAULT_CLIENT_INFO = { name: "sprout-agent", version: "0.1.0" };
  */
 export const MAX_TOOLS_TTL_MS = 86_400_000;
 /**
- * How many times a connection opens `subscriptions/listen` again after the server ended it
- * (at the next `listTools()`, which re-lists anyway); then it relies on the freshness hint.
+ * How many times in a row a connection opens `subscriptions/listen` again after the server or
+ * the transport ended it (at the next `listTools()`, which lists anyway); a subscription that
+ * lasted {@link STABLE_SUBSCRIPTION_MS} resets the count. Past it, the freshness hint alone
+ * decides when to list again.
  */
 export const MAX_RESUBSCRIBES = 3;
+/** A subscription that lasted this long (ms) before it ended was not a failing one. */
+export const STABLE_SUBSCRIPTION_MS = 60_000;
+/**
+ * Longest wait for the acknowledgement of `subscriptions/listen`, in ms (also bounded by the
+ * connect or list timeout): past it the connection goes on without change notices.
+ */
+export const SUBSCRIBE_ACK_TIMEOUT_MS = 10_000;
 
 const CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo";
 const CLIENT_CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities";
@@ -119,6 +128,7 @@ class Connection implements McpConnection {
   /** The server ended an acknowledged subscription: open it again at the next `listTools()`. */
   #relisten = false;
   #resubscribes = 0;
+  #endWarned = false;
 
   constructor(config: McpServerConfig, options: McpConnectOptions) {
     this.#config = config;
@@ -296,7 +306,7 @@ class Connection implements McpConnection {
     const ack = new Promise<Record<string, unknown> | Error>((resolve) => {
       acknowledged = resolve;
     });
-    const sub: Subscription = { id: undefined, controller, acknowledged, open: false };
+    const sub: Subscription = { id: undefined, controller, acknowledged, open: false, openedAt: 0 };
     this.#subscription = sub;
     const listen = this.#peer.request(
       "subscriptions/listen",
@@ -314,7 +324,7 @@ class Connection implements McpConnection {
       },
     );
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const waitMs = this.#remaining(deadline);
+    const waitMs = Math.min(this.#remaining(deadline), SUBSCRIBE_ACK_TIMEOUT_MS);
     const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), waitMs)));
     const outcome = await Promise.race([ack, timeout]);
     clearTimeout(timer);
@@ -333,14 +343,23 @@ class Connection implements McpConnection {
       return;
     }
     sub.open = true;
+    sub.openedAt = performance.now();
   }
 
-  /** A subscription ended: by us (no warning), by the server or the transport (warning, list stale). */
+  /**
+   * A subscription ended: by us (nothing to do), or by the server or the transport: changes
+   * may have been missed, so the list is stale and the subscription opens again at the next
+   * `listTools()` (the first such end is a warning).
+   */
   #subscriptionEnded(sub: Subscription, why: string | undefined): void {
     if (this.#subscription !== sub) return;
     this.#subscription = undefined;
     if (!sub.open || why === undefined || this.closed) return;
-    this.#warn(`Server "${this.#name}" ended the subscription to its tool-list changes (${why}); listing its tools again`);
+    if (performance.now() - sub.openedAt >= STABLE_SUBSCRIPTION_MS) this.#resubscribes = 0;
+    if (!this.#endWarned) {
+      this.#endWarned = true;
+      this.#warn(`Server "${this.#name}" ended the subscription to its tool-list changes (${why}); listing its tools again and subscribing again`);
+    }
     this.#relisten = true;
     this.#toolsFreshUntil = Number.NEGATIVE_INFINITY;
     this.#options.onToolsChanged?.();
@@ -616,6 +635,8 @@ interface Subscription {
   acknowledged: (honoured: Record<string, unknown> | Error) => void;
   /** Acknowledged with `toolsListChanged`. */
   open: boolean;
+  /** When it was acknowledged (`performance.now()` ms). */
+  openedAt: number;
 }
 
 /**
