@@ -279,6 +279,18 @@ describe("subscriptions/listen edge cases (hand-written modern stdio server)", (
     });
   });
 
+  test("a failing tools/list keeps the previous list fresh for a while instead of asking again every round", async () => {
+    await withModern([], async (conn, _warnings, changes) => {
+      await conn.listTools();
+      await conn.callTool("fail-list", {});
+      await conn.callTool("change", {});
+      assert.equal(await waitFor(() => changes() === 1, 5000), true);
+      assert.equal(conn.toolsStale, true);
+      await assert.rejects(conn.listTools(), /list broken/);
+      assert.equal(conn.toolsStale, false);
+    });
+  });
+
   test("a refused subscription is a warning; the connection works on its freshness hint", async () => {
     await withModern(["--refuse"], async (conn, warnings) => {
       assert.equal(warnings.length, 1);

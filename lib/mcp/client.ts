@@ -48,6 +48,12 @@ export const MAX_TOOLS_TTL_MS = 86_400_000;
  * decides when to list again.
  */
 export const MAX_RESUBSCRIBES = 3;
+/**
+ * After a failed `tools/list`, how long (ms) a modern server's previous list counts as fresh
+ * before the registry tries again (the specification lets a client serve a stale list when
+ * re-fetching fails).
+ */
+export const RELIST_AFTER_FAILURE_MS = 60_000;
 /** A subscription that lasted this long (ms) before it ended was not a failing one. */
 export const STABLE_SUBSCRIPTION_MS = 60_000;
 /**
@@ -564,11 +570,15 @@ class Connection implements McpConnection {
         this.#warn(`Stopped listing the tools of server "${this.#name}" after ${MAX_TOOL_PAGES} pages`);
         break;
       }
-      const result = await this.#request("tools/list", cursor === undefined ? {} : { cursor }, pageOptions) as {
-        tools?: unknown;
-        nextCursor?: unknown;
-        ttlMs?: unknown;
-      };
+      let result: { tools?: unknown; nextCursor?: unknown; ttlMs?: unknown };
+      try {
+        result = await this.#request("tools/list", cursor === undefined ? {} : { cursor }, pageOptions);
+      } catch (error) {
+        // The caller keeps the previous list: let it serve a while rather than wait on a
+        // failing server every round (a change notice still ends the wait).
+        if (this.#notices === notices) this.#toolsFreshUntil = performance.now() + RELIST_AFTER_FAILURE_MS;
+        throw error;
+      }
       if (!Array.isArray(result.tools)) {
         throw new AgentError("mcp", `Request "tools/list" to server "${this.#name}" failed: the result has no "tools" list`);
       }
