@@ -4,6 +4,11 @@
  * client's `versionNegotiation: {mode: 'auto'}` wire behaviour: a `server/discover` probe
  * carrying the modern `_meta` envelope, one corrective retry on -32022, legacy
  * `initialize` otherwise).
+ * Tool-list changes (SPEC section 10): a legacy server's unsolicited
+ * `notifications/tools/list_changed`; in the modern era, a `subscriptions/listen` stream for
+ * `toolsListChanged` (opened, like the official v2 client's, when `server/discover` advertises
+ * `tools.listChanged`) and the `ttlMs` freshness hint of each `tools/list` result, read
+ * through `McpConnection.toolsStale`.
  * @module
  */
 
