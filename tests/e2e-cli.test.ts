@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { type FakeTurn, startFakeLlm } from "../lib/testing.ts";
-import { fixtureCommand } from "./helpers/session.ts";
+import { cleanEnv, fixtureConfig, runCli as runCliIn } from "./helpers/cli.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 import { alive } from "./helpers/processes.ts";
 
@@ -20,62 +20,10 @@ before(() => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Run {
-  code: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  /** stdout lines parsed as JSON (with --json). */
-  events: Array<Record<string, unknown>>;
-}
-
-/** A clean environment for the agent: none of the developer's provider settings. */
-function baseEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(SPROUT_AGENT_|ANTHROPIC_|OPENAI_COMPAT_|MCP_HOOK_SERVERS)/.test(k)) env[k] = v;
-  }
-  return { ...env, NO_COLOR: "1", ...extra };
-}
-
-function mcpConfig(servers: Record<string, Record<string, string>>, extra: Record<string, unknown> = {}): string {
-  const { command, args } = fixtureCommand();
-  const file = join(dir, `mcp-${Math.random().toString(16).slice(2)}.json`);
-  const mcpServers: Record<string, unknown> = {};
-  for (const [name, env] of Object.entries(servers)) mcpServers[name] = { command, args, env };
-  writeFileSync(file, JSON.stringify({ mcpServers: { ...mcpServers, ...extra } }));
-  return file;
-}
-
-function runCli(
-  args: string[],
-  env: Record<string, string>,
-  options: { stdin?: string; onLine?: (line: string, kill: (sig: NodeJS.Signals) => void) => void } = {},
-): Promise<Run> {
-  const [cmd, ...pre] = tsCommand(join(repoRoot, "cli.ts"));
-  const child = spawn(cmd!, [...pre, ...args], { env: baseEnv(env), cwd: dir });
-  let stdout = "";
-  let stderr = "";
-  let pending = "";
-  child.stdout.on("data", (d: Buffer) => {
-    stdout += d;
-    pending += d;
-    let i: number;
-    while ((i = pending.indexOf("\n")) >= 0) {
-      const line = pending.slice(0, i);
-      pending = pending.slice(i + 1);
-      options.onLine?.(line, (sig) => process.kill(child.pid!, sig));
-    }
-  });
-  child.stderr.on("data", (d) => (stderr += d));
-  child.stdin.end(options.stdin ?? "");
-  return new Promise((resolve) => {
-    child.on("close", (code, signal) => {
-      const events = stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
-      resolve({ code, signal, stdout, stderr, events });
-    });
-  });
-}
+const baseEnv = cleanEnv;
+const mcpConfig = (servers: Record<string, Record<string, string>>, extra: Record<string, unknown> = {}) => fixtureConfig(dir, servers, extra);
+const runCli = (args: string[], env: Record<string, string>, options: Omit<Parameters<typeof runCliIn>[2], "cwd"> = {}) =>
+  runCliIn(args, env, { ...options, cwd: dir });
 
 async function withLlm(responses: FakeTurn[], body: (env: Record<string, string>, requests: () => number) => Promise<void>) {
   const llm = await startFakeLlm({ responses });
@@ -246,7 +194,7 @@ describe("cli.ts run", () => {
         assert.equal(run.events.at(-1)?.["stopReason"], "cancelled");
         const pid = Number(readFileSync(pidFile, "utf8"));
         await new Promise((r) => setTimeout(r, 500));
-        assert.throws(() => process.kill(pid, 0), "the MCP server process is gone");
+        assert.ok(!alive(pid), "the MCP server process is gone");
       });
     });
   }

@@ -30,13 +30,36 @@ export function cleanEnv(extra: Record<string, string> = {}): Record<string, str
   return { ...env, NO_COLOR: "1", ...extra };
 }
 
-/** Runs `cli.ts ARGS` in `cwd` with {@link cleanEnv}`(env)`; `stdin` is written then closed. */
-export function runCli(args: string[], env: Record<string, string>, options: { cwd: string; stdin?: string; timeoutMs?: number }): Promise<CliRun> {
+/**
+ * Runs `cli.ts ARGS` in `cwd` with {@link cleanEnv}`(env)`; `stdin` is written then closed.
+ * `onLine` sees each stdout line as it arrives, with a function that signals the agent
+ * (`process.kill`: under Deno `child.kill()` would skip the agent's own signal handler).
+ */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  options: {
+    cwd: string;
+    stdin?: string;
+    timeoutMs?: number;
+    onLine?: (line: string, signal: (sig: NodeJS.Signals) => void) => void;
+  },
+): Promise<CliRun> {
   const [cmd, ...pre] = tsCommand(join(repoRoot, "cli.ts"));
   const child = spawn(cmd!, [...pre, ...args], { env: cleanEnv(env), cwd: options.cwd });
   let stdout = "";
   let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d));
+  let pending = "";
+  child.stdout.on("data", (d: Buffer) => {
+    stdout += d;
+    if (options.onLine === undefined) return;
+    pending += d;
+    for (let i = pending.indexOf("\n"); i >= 0; i = pending.indexOf("\n")) {
+      const line = pending.slice(0, i);
+      pending = pending.slice(i + 1);
+      options.onLine(line, (sig) => process.kill(child.pid!, sig));
+    }
+  });
   child.stderr.on("data", (d: Buffer) => (stderr += d));
   child.stdin.on("error", () => {});
   child.stdin.end(options.stdin ?? "");
