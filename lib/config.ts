@@ -122,6 +122,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
   { name: "ANTHROPIC_API_KEY", default: "(none)", meaning: "Anthropic API key" },
   { name: "ANTHROPIC_MODEL", default: "(none)", meaning: "Anthropic model id" },
   { name: "ANTHROPIC_BASE_URL", default: "https://api.anthropic.com", meaning: "Anthropic endpoint" },
+  { name: "ANTHROPIC_API_VERSION", default: "2023-06-01", meaning: "anthropic-version header" },
   { name: "OPENAI_COMPAT_API_KEY", default: "(none)", meaning: "Chat Completions API key (optional for local servers)" },
   { name: "OPENAI_COMPAT_MODEL", default: "(none)", meaning: "Chat Completions model id" },
   { name: "OPENAI_COMPAT_BASE_URL", default: "https://api.openai.com/v1", meaning: "Chat Completions endpoint" },

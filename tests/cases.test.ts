@@ -15,7 +15,7 @@ import { connectMcp } from "../lib/mcp/client.ts";
 import type { McpServerConfig } from "../lib/mcp/types.ts";
 import { formatToolContent } from "../lib/results.ts";
 import type { FakeTurn, RecordedRequest } from "../lib/testing.ts";
-import { messagesOf, runPrompt, startSession, type TestSession, toolNamesOf } from "./helpers/session.ts";
+import { closeChecked, injectedHooks, messagesOf, runPrompt, startSession, toolNamesOf } from "./helpers/session.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
 type Wire = "anthropic" | "openai";
@@ -31,40 +31,7 @@ function logOf(file: string): Array<{ method?: string; name?: string }> {
   return readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as { method?: string; name?: string });
 }
 
-/** Closes the session after asserting that the fake LLM rejected no request. */
-async function closeChecked(t: TestSession): Promise<void> {
-  try {
-    assert.deepEqual(t.llm.requests.filter((r) => r.rejected !== undefined).map((r) => r.rejected), [], "every request passes the fake's validation");
-  } finally {
-    await t.close();
-  }
-}
 
-/** The `{hook, server, text}` objects injected into a recorded request, for either wire. */
-function injected(body: Record<string, unknown>): Array<{ hook: string; server: string; text: string }> {
-  const out: Array<{ hook: string; server: string; text: string }> = [];
-  const parse = (value: unknown) => {
-    if (typeof value !== "string") return;
-    try {
-      const v = JSON.parse(value) as { hook?: unknown };
-      if (typeof v === "object" && v !== null && typeof v.hook === "string") out.push(v as { hook: string; server: string; text: string });
-    } catch {
-      // not an injected hook result
-    }
-  };
-  for (const m of messagesOf(body)) {
-    if (m["role"] === "tool") parse(m["content"]);
-    if (!Array.isArray(m["content"])) continue;
-    for (const block of m["content"] as Array<Record<string, unknown>>) {
-      if (block["type"] === "text") parse(block["text"]);
-      if (block["type"] !== "tool_result") continue;
-      const c = block["content"];
-      if (typeof c === "string") parse(c);
-      else if (Array.isArray(c)) for (const b of c as Array<Record<string, unknown>>) parse(b["text"]);
-    }
-  }
-  return out;
-}
 
 function isSummary(request: RecordedRequest): boolean {
   return request.body["tools"] === undefined && JSON.stringify(request.body).includes("Internal handoff");
@@ -85,7 +52,7 @@ describe("CASES audit: A. stop hooks", () => {
         assert.equal(result.stopReason, "end_turn", "the run finishes normally");
         assert.equal(result.objections, 3);
         assert.equal(t.llm.requests.length, 7, "exactly 7 LLM calls");
-        const last = injected(t.llm.requests[6]!.body);
+        const last = injectedHooks(t.llm.requests[6]!.body);
         assert.deepEqual(last, Array.from({ length: 3 }, () => ({ hook: "_Stop", server: "fx", text: "suite is red" })), "3 objections in the history, no 4th");
         assert.ok(events.some((e) => e.type === "warning" && /stop-hook budget exhausted/i.test(e.message)), "flagged stop-hook budget exhausted");
         // Later prompts of the same session: the budget is spent, _Stop is never called again.
@@ -94,7 +61,7 @@ describe("CASES audit: A. stop hooks", () => {
           assert.equal(again.result.objections, 0);
         }
         assert.equal(t.calls().filter((c) => c.tool === "_Stop").length, 3, "never more than 3 objections in a session");
-        const final = injected(t.llm.requests.at(-1)!.body);
+        const final = injectedHooks(t.llm.requests.at(-1)!.body);
         assert.equal(final.length, 3);
       } finally {
         await closeChecked(t);
@@ -160,9 +127,9 @@ describe("CASES audit: A. stop hooks, C04 inside a prompt", () => {
       // The late replies ("objection 1", "objection 2") are never injected, in any request.
       for (const request of t.llm.requests) {
         assert.doesNotMatch(JSON.stringify(request.body), /objection [12]/);
-        for (const item of injected(request.body)) assert.equal(item.server, "obj");
+        for (const item of injectedHooks(request.body)) assert.equal(item.server, "obj");
       }
-      assert.equal(injected(t.llm.requests[2]!.body).length, 1, "one objection in history: obj's");
+      assert.equal(injectedHooks(t.llm.requests[2]!.body).length, 1, "one objection in history: obj's");
       const alive = () => {
         try {
           process.kill(pid, 0);
@@ -255,8 +222,8 @@ describe("CASES audit: C. tool discovery", () => {
       assert.deepEqual(calls, ["t117", "_PostCompact", "_Stop"], "both hooks from page 3 are registered and invoked");
       assert.ok(t.llm.requests.some(isSummary), "compaction happened");
       const afterCompaction = t.llm.requests.findIndex(isSummary) + 1;
-      assert.deepEqual(injected(t.llm.requests[afterCompaction]!.body), [{ hook: "_PostCompact", server: "pg", text: "state after compaction" }]);
-      assert.deepEqual(injected(t.llm.requests.at(-1)!.body).map((i) => i.hook), ["_PostCompact", "_Stop"]);
+      assert.deepEqual(injectedHooks(t.llm.requests[afterCompaction]!.body), [{ hook: "_PostCompact", server: "pg", text: "state after compaction" }]);
+      assert.deepEqual(injectedHooks(t.llm.requests.at(-1)!.body).map((i) => i.hook), ["_PostCompact", "_Stop"]);
     } finally {
       await closeChecked(t);
       rmSync(log, { force: true });

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RecordedRequest } from "../lib/testing.ts";
 import type { FakeTurn } from "../lib/testing.ts";
-import { messagesOf, runPrompt, startSession, type TestSession, toolNamesOf } from "./helpers/session.ts";
+import { closeChecked, messagesOf, runPrompt, startSession, toolNamesOf } from "./helpers/session.ts";
 import { prng } from "./helpers/history.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 
@@ -30,13 +30,6 @@ function responder(turns: FakeTurn[], summary: FakeTurn | ((r: RecordedRequest) 
 
 const small = { SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" }; // threshold 4500
 
-async function closeChecked(t: TestSession) {
-  try {
-    assert.deepEqual(t.llm.requests.filter((r) => r.rejected).map((r) => r.rejected), [], "no request rejected");
-  } finally {
-    await t.close();
-  }
-}
 
 describe("compaction end to end", () => {
   for (const wire of ["anthropic", "openai"] as Wire[]) {

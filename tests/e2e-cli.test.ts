@@ -22,7 +22,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const baseEnv = cleanEnv;
 const mcpConfig = (servers: Record<string, Record<string, string>>, extra: Record<string, unknown> = {}) => fixtureConfig(dir, servers, extra);
-const runCli = (args: string[], env: Record<string, string>, options: Omit<Parameters<typeof runCliIn>[2], "cwd"> = {}) =>
+const runCli = (args: string[], env: Record<string, string>, options: Omit<NonNullable<Parameters<typeof runCliIn>[2]>, "cwd"> = {}) =>
   runCliIn(args, env, { ...options, cwd: dir });
 
 async function withLlm(responses: FakeTurn[], body: (env: Record<string, string>, requests: () => number) => Promise<void>) {

@@ -6,53 +6,12 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { messagesOf, runPrompt, startSession, type TestSession, toolNamesOf } from "./helpers/session.ts";
+import { injectedHooks, messagesOf, runPrompt, type TestSession, toolNamesOf, withSession } from "./helpers/session.ts";
 import { alive } from "./helpers/processes.ts";
 
 type Wire = "anthropic" | "openai";
 
-/** Runs `body` with a session and always closes it; asserts no request was rejected. */
-async function withSession(
-  options: Parameters<typeof startSession>[0],
-  body: (t: TestSession) => Promise<void>,
-): Promise<void> {
-  const t = await startSession(options);
-  try {
-    await body(t);
-    const rejected = t.llm.requests.filter((r) => r.rejected !== undefined);
-    assert.deepEqual(rejected.map((r) => r.rejected), [], "every request passes the fake's validation");
-  } finally {
-    await t.close();
-  }
-}
 
-/** The JSON tool-result texts injected for hooks in a recorded request, for either wire. */
-function hookResults(body: Record<string, unknown>): Array<{ hook: string; server: string; text: string }> {
-  const out: Array<{ hook: string; server: string; text: string }> = [];
-  const tryParse = (text: unknown) => {
-    if (typeof text !== "string") return;
-    try {
-      const v = JSON.parse(text) as { hook?: string };
-      if (v && typeof v.hook === "string") out.push(v as { hook: string; server: string; text: string });
-    } catch {
-      // not a hook result
-    }
-  };
-  for (const m of messagesOf(body)) {
-    if (m["role"] === "tool") tryParse(m["content"]);
-    if (Array.isArray(m["content"])) {
-      for (const block of m["content"] as Array<Record<string, unknown>>) {
-        if (block["type"] === "tool_result") {
-          const c = block["content"];
-          if (typeof c === "string") tryParse(c);
-          else if (Array.isArray(c)) for (const b of c as Array<Record<string, unknown>>) tryParse(b["text"]);
-        }
-        if (block["type"] === "text") tryParse(block["text"]);
-      }
-    }
-  }
-  return out;
-}
 
 const stopCalls = (t: TestSession) => t.calls().filter((c) => c.tool === "_Stop");
 const hooksOn = { MCP_HOOK_SERVERS: "*" };
@@ -161,7 +120,7 @@ describe("SPEC 4: calling a hook", () => {
       },
       async (t) => {
         const { events } = await runPrompt(t.session, "go");
-        const first = hookResults(t.llm.requests[1]!.body);
+        const first = injectedHooks(t.llm.requests[1]!.body);
         assert.deepEqual(first.map((h) => [h.server, h.text]), [["slow", "from slow"], ["fast", "from fast"]]);
         const hookEvents = events.filter((e) => e.type === "hook");
         assert.deepEqual(hookEvents.slice(0, 2).map((e) => e.type === "hook" && e.server), ["slow", "fast"]);
@@ -358,7 +317,7 @@ describe("SPEC 7: the _Stop gate", () => {
           assert.equal(result.objections, 1);
           assert.equal(t.session.stopRejections, 1);
           const body = t.llm.requests[1]!.body;
-          assert.deepEqual(hookResults(body), [
+          assert.deepEqual(injectedHooks(body), [
             { hook: "_Stop", server: "a", text: hostile },
             { hook: "_Stop", server: "b", text: "open todos" },
           ]);
@@ -387,7 +346,7 @@ describe("SPEC 7: the _Stop gate", () => {
         const body = t.llm.requests[1]!.body;
         assert.equal(body["tools"], undefined);
         assert.doesNotMatch(JSON.stringify(body), /tool_use|tool_result/);
-        assert.deepEqual(hookResults(body).map((h) => h.text), ["2 items open"]);
+        assert.deepEqual(injectedHooks(body).map((h) => h.text), ["2 items open"]);
       },
     );
   });

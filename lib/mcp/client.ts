@@ -18,6 +18,7 @@ import { HttpTransport, PROTOCOL_VERSION_META_KEY } from "./http.ts";
 import { formatSeconds, INVALID_REQUEST, JsonRpcError, JsonRpcPeer, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
 import type { JsonRpcId, JsonRpcMessage, SendContext } from "./jsonrpc.ts";
 import { spawnStdio } from "./stdio.ts";
+import { AGENT_NAME, VERSION } from "../version.ts";
 import type { OversizeLine, StdioProcess } from "./stdio.ts";
 import {
   LEGACY_PROTOCOL_VERSION,
@@ -40,7 +41,7 @@ export const STDIO_PROBE_TIMEOUT_MS = 2000;
 /** `tools/list` pages followed at most (SPEC section 10). */
 export const MAX_TOOL_PAGES = 100;
 /** Client info sent when `options.clientInfo` is absent. */
-export const DEFAULT_CLIENT_INFO = { name: "sprout-agent", version: "0.1.0" };
+export const DEFAULT_CLIENT_INFO: { name: string; version: string } = { name: AGENT_NAME, version: VERSION };
 /**
  * Longest `ttlMs` honoured, in ms (24 h, the official v2 client's cap): a server cannot pin
  * its tool list for longer (SPEC section 10).

@@ -85,7 +85,7 @@ function killGroup(pid: number, signal: "SIGKILL" | "SIGTERM"): void {
 }
 
 /** How long a killed server gets between SIGTERM and SIGKILL, in milliseconds. */
-export const KILL_GRACE_MS = 300;
+export const KILL_GRACE_MS = 500;
 
 /**
  * Kills (SIGKILL) the process group of every stdio server still alive in this process.

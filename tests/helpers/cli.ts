@@ -19,6 +19,10 @@ export interface CliRun {
   stderr: string;
   /** stdout lines that start with `{`, parsed (with `--json`). */
   events: Array<Record<string, unknown>>;
+  /** Wall time from spawn to exit, in ms. */
+  ms: number;
+  /** The agent's pid. */
+  pid: number;
 }
 
 /** The test's environment without any provider, agent or hook setting, plus `extra`. */
@@ -31,44 +35,55 @@ export function cleanEnv(extra: Record<string, string> = {}): Record<string, str
 }
 
 /**
- * Runs `cli.ts ARGS` in `cwd` with {@link cleanEnv}`(env)`; `stdin` is written then closed.
- * `onLine` sees each stdout line as it arrives, with a function that signals the agent
- * (`process.kill`: under Deno `child.kill()` would skip the agent's own signal handler).
+ * Runs `cli.ts` with `args` under the current runtime. `onLine` sees each stdout line and can
+ * signal the agent with `process.kill(pid, sig)` (under Deno `child.kill()` skips the child's
+ * handler). The agent is SIGKILLed after `timeoutMs` (default 60 s) so a hang fails the test.
  */
 export function runCli(
   args: string[],
   env: Record<string, string>,
   options: {
-    cwd: string;
+    cwd?: string;
     stdin?: string;
     timeoutMs?: number;
     onLine?: (line: string, signal: (sig: NodeJS.Signals) => void) => void;
-  },
+    /** Called once the agent is spawned, with the function that signals it. */
+    onStart?: (signal: (sig: NodeJS.Signals) => void) => void;
+  } = {},
 ): Promise<CliRun> {
   const [cmd, ...pre] = tsCommand(join(repoRoot, "cli.ts"));
-  const child = spawn(cmd!, [...pre, ...args], { env: cleanEnv(env), cwd: options.cwd });
+  const started = Date.now();
+  const child = spawn(cmd!, [...pre, ...args], { env: cleanEnv(env), cwd: options.cwd ?? repoRoot });
   let stdout = "";
   let stderr = "";
   let pending = "";
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(child.pid!, sig);
+    } catch {
+      // already gone
+    }
+  };
   child.stdout.on("data", (d: Buffer) => {
     stdout += d;
-    if (options.onLine === undefined) return;
     pending += d;
-    for (let i = pending.indexOf("\n"); i >= 0; i = pending.indexOf("\n")) {
+    let i: number;
+    while ((i = pending.indexOf("\n")) >= 0) {
       const line = pending.slice(0, i);
       pending = pending.slice(i + 1);
-      options.onLine(line, (sig) => process.kill(child.pid!, sig));
+      options.onLine?.(line, signal);
     }
   });
-  child.stderr.on("data", (d: Buffer) => (stderr += d));
+  child.stderr.on("data", (d) => (stderr += d));
   child.stdin.on("error", () => {});
   child.stdin.end(options.stdin ?? "");
-  const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
+  options.onStart?.(signal);
+  const killer = setTimeout(() => signal("SIGKILL"), options.timeoutMs ?? 60_000);
   return new Promise((resolve) => {
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
+    child.on("close", (code, sig) => {
+      clearTimeout(killer);
       const events = stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
-      resolve({ code, signal, stdout, stderr, events });
+      resolve({ code, signal: sig, stdout, stderr, events, ms: Date.now() - started, pid: child.pid! });
     });
   });
 }

@@ -6,14 +6,16 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { type FakeLlm, type FakeTurn, type RecordedRequest, startFakeLlm } from "../../lib/testing.ts";
 import { alive, type HttpFixture, startHttpCommand } from "../fixtures/mcp/helpers.ts";
-import { repoRoot, tsCommand } from "./runtime.ts";
+import { repoRoot } from "./runtime.ts";
+import type { CliRun as Run } from "./cli.ts";
+
+export { cleanEnv as agentEnv, type CliRun as Run, runCli } from "./cli.ts";
 
 export { alive, waitFor } from "../fixtures/mcp/helpers.ts";
 
@@ -76,83 +78,6 @@ export function logOf(file: string): Array<{ method?: string; id?: unknown; name
   } catch {
     return [];
   }
-}
-
-/** One finished agent run. */
-export interface Run {
-  code: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  /** stdout lines parsed as JSON. */
-  events: Array<Record<string, unknown>>;
-  /** Wall time from spawn to exit, in ms. */
-  ms: number;
-  /** The agent's pid. */
-  pid: number;
-}
-
-/** The agent's environment: the test's, minus the developer's provider settings, plus `extra`. */
-export function agentEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(SPROUT_AGENT_|ANTHROPIC_|OPENAI_COMPAT_|MCP_HOOK_SERVERS)/.test(k)) env[k] = v;
-  }
-  return { ...env, NO_COLOR: "1", ...extra };
-}
-
-/**
- * Runs `cli.ts` with `args` under the current runtime. `onLine` sees each stdout line and can
- * signal the agent with `process.kill(pid, sig)` (under Deno `child.kill()` skips the child's
- * handler). The agent is SIGKILLed after `timeoutMs` (default 60 s) so a hang fails the test.
- */
-export function runCli(
-  args: string[],
-  env: Record<string, string>,
-  options: {
-    cwd?: string;
-    stdin?: string;
-    timeoutMs?: number;
-    onLine?: (line: string, signal: (sig: NodeJS.Signals) => void) => void;
-    /** Called once the agent is spawned, with the function that signals it. */
-    onStart?: (signal: (sig: NodeJS.Signals) => void) => void;
-  } = {},
-): Promise<Run> {
-  const [cmd, ...pre] = tsCommand(join(repoRoot, "cli.ts"));
-  const started = Date.now();
-  const child = spawn(cmd!, [...pre, ...args], { env: agentEnv(env), cwd: options.cwd ?? repoRoot });
-  let stdout = "";
-  let stderr = "";
-  let pending = "";
-  const signal = (sig: NodeJS.Signals) => {
-    try {
-      process.kill(child.pid!, sig);
-    } catch {
-      // already gone
-    }
-  };
-  child.stdout.on("data", (d: Buffer) => {
-    stdout += d;
-    pending += d;
-    let i: number;
-    while ((i = pending.indexOf("\n")) >= 0) {
-      const line = pending.slice(0, i);
-      pending = pending.slice(i + 1);
-      options.onLine?.(line, signal);
-    }
-  });
-  child.stderr.on("data", (d) => (stderr += d));
-  child.stdin.on("error", () => {});
-  child.stdin.end(options.stdin ?? "");
-  options.onStart?.(signal);
-  const killer = setTimeout(() => signal("SIGKILL"), options.timeoutMs ?? 60_000);
-  return new Promise((resolve) => {
-    child.on("close", (code, sig) => {
-      clearTimeout(killer);
-      const events = stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
-      resolve({ code, signal: sig, stdout, stderr, events, ms: Date.now() - started, pid: child.pid! });
-    });
-  });
 }
 
 /** The agent environment for the Anthropic wire against `llm`. */

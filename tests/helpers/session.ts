@@ -3,6 +3,7 @@
  * against the recording fake LLM, and a real registry of fixture MCP servers
  * (tests/fixtures/agent-server.ts) spawned under the runtime running the test.
  */
+import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -139,4 +140,51 @@ export function messagesOf(body: Record<string, unknown>): Array<Record<string, 
 export function toolNamesOf(body: Record<string, unknown>): string[] {
   const tools = (body["tools"] as Array<Record<string, unknown>> | undefined) ?? [];
   return tools.map((t) => (t["name"] as string | undefined) ?? ((t["function"] as { name: string }).name));
+}
+
+/** Closes the session after asserting that the fake LLM rejected no request (guarantee 4). */
+export async function closeChecked(t: TestSession): Promise<void> {
+  try {
+    assert.deepEqual(t.llm.requests.filter((r) => r.rejected !== undefined).map((r) => r.rejected), [], "every request passes the fake's validation");
+  } finally {
+    await t.close();
+  }
+}
+
+/** Runs `body` with a new session, then {@link closeChecked}. */
+export async function withSession(options: Parameters<typeof startSession>[0], body: (t: TestSession) => Promise<void>): Promise<void> {
+  const t = await startSession(options);
+  try {
+    await body(t);
+  } catch (error) {
+    await t.close(); // the body's failure is the one to report
+    throw error;
+  }
+  await closeChecked(t);
+}
+
+/** The `{hook, server, text}` objects injected into a recorded request body, for either wire (tool results, or text blocks when no tools are defined). */
+export function injectedHooks(body: Record<string, unknown>): Array<{ hook: string; server: string; text: string }> {
+  const out: Array<{ hook: string; server: string; text: string }> = [];
+  const parse = (value: unknown) => {
+    if (typeof value !== "string") return;
+    try {
+      const v = JSON.parse(value) as { hook?: unknown };
+      if (typeof v === "object" && v !== null && typeof v.hook === "string") out.push(v as { hook: string; server: string; text: string });
+    } catch {
+      // not an injected hook result
+    }
+  };
+  for (const m of messagesOf(body)) {
+    if (m["role"] === "tool") parse(m["content"]);
+    if (!Array.isArray(m["content"])) continue;
+    for (const block of m["content"] as Array<Record<string, unknown>>) {
+      if (block["type"] === "text") parse(block["text"]);
+      if (block["type"] !== "tool_result") continue;
+      const c = block["content"];
+      if (typeof c === "string") parse(c);
+      else if (Array.isArray(c)) for (const b of c as Array<Record<string, unknown>>) parse(b["text"]);
+    }
+  }
+  return out;
 }
