@@ -76,6 +76,7 @@ export class AgentSession {
   readonly #compactor: Compactor;
   #emit: (event: AgentEvent) => void = () => {};
   #busy = false;
+  #idCounter = 0;
 
   /**
    * Creates a session with an empty history and an unused `_Stop` budget. Connects nothing
@@ -236,11 +237,16 @@ export class AgentSession {
 
       // A name the APIs refuse would make every later request fail: keep a legal placeholder in
       // history and answer the call as unknown (SPEC section 2.2), naming what the model sent.
-      const badNames: Record<string, string> = {};
-      let calls = response.toolCalls.map((call) => {
-        if (TOOL_NAME_PATTERN.test(call.name)) return call;
-        badNames[call.id] = `unknown tool: ${JSON.stringify(call.name)} (not a tool name the API accepts)`;
-        return { ...call, name: INVALID_TOOL_NAME };
+      // Calls the loop answers itself, without running anything, keyed by their (legal) id.
+      const refused: Record<string, string> = {};
+      let calls = this.#legalIds(response.toolCalls).map((call, i) => {
+        const badArguments = response.argumentErrors?.[response.toolCalls[i]!.id];
+        if (!TOOL_NAME_PATTERN.test(call.name)) {
+          refused[call.id] = `unknown tool: ${JSON.stringify(call.name)} (not a tool name the API accepts)`;
+          return { ...call, name: INVALID_TOOL_NAME };
+        }
+        if (badArguments !== undefined) refused[call.id] = `Invalid tool arguments: ${badArguments}`;
+        return call;
       });
       if (calls.length > MAX_TOOL_CALLS_PER_RESPONSE) {
         this.#emit({
@@ -252,8 +258,6 @@ export class AgentSession {
       this.#pushAssistant(response, calls);
       objectedLast = false;
       toolCalls += calls.length;
-      const refused: Record<string, string> = { ...badNames };
-      for (const [id, why] of Object.entries(response.argumentErrors ?? {})) refused[id] ??= `Invalid tool arguments: ${why}`;
       const results = await this.#runTools(calls, signal, refused);
       calls.forEach((call, i) => {
         const outcome = results[i] ?? { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
@@ -263,10 +267,32 @@ export class AgentSession {
     }
   }
 
+  /**
+   * Tool-call ids every API accepts: some compatible servers send ids that repeat (`call_0`
+   * on every turn), are longer than the 40 characters OpenAI allows, or hold characters
+   * outside `[a-zA-Z0-9_-]` (Anthropic's pattern). Those get a fresh `call_sprout_<n>` id; the
+   * result is paired with the new id, so the history stays valid.
+   */
+  #legalIds(calls: readonly ToolCall[]): ToolCall[] {
+    const used = new Set<string>();
+    for (const item of this.history) if (item.role === "assistant") for (const c of item.toolCalls) used.add(c.id);
+    return calls.map((call) => {
+      let id = call.id;
+      if (!/^[a-zA-Z0-9_-]{1,40}$/.test(id) || used.has(id)) {
+        do id = `call_sprout_${++this.#idCounter}`; while (used.has(id));
+      }
+      used.add(id);
+      return id === call.id ? call : { ...call, id };
+    });
+  }
+
   #pushAssistant(response: LlmResponse, calls: ToolCall[]): void {
     if (response.text.trim() === "" && calls.length === 0 && response.native === undefined) return;
     const item: HistoryItem = { role: "assistant", text: response.text, toolCalls: calls };
-    if (response.native !== undefined && calls.length === response.toolCalls.length) item.native = response.native;
+    // Native content is resent as is, so only when the calls are exactly the provider's own.
+    if (response.native !== undefined && calls.length === response.toolCalls.length && calls.every((c, i) => c === response.toolCalls[i])) {
+      item.native = response.native;
+    }
     this.history.push(item);
   }
 

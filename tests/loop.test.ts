@@ -577,6 +577,31 @@ describe("SPEC 6: the loop", () => {
     });
   }
 
+  for (const wire of ["anthropic", "openai"] as Wire[]) {
+    test(`tool-call ids that repeat, run over 40 characters or hold other characters are replaced, paired with their results (${wire})`, async () => {
+      const long = `call_${"x".repeat(50)}`;
+      await withSession(
+        {
+          wire,
+          responses: [
+            { toolCalls: [{ id: "call_0", name: "fx__echo", arguments: { text: "a" } }, { id: "call_0", name: "fx__echo", arguments: { text: "b" } }] },
+            { toolCalls: [{ id: "call_0", name: "fx__echo", arguments: { text: "c" } }, { id: long, name: "fx__echo", arguments: { text: "d" } }] },
+            { toolCalls: [{ id: "call.with:dots", name: "fx__echo", arguments: { text: "e" } }] },
+            { text: "done" },
+          ],
+        },
+        async (t) => {
+          const { result } = await runPrompt(t.session, "go");
+          assert.equal(result.stopReason, "end_turn");
+          assert.equal(t.calls().length, 5, "every call ran once");
+          const ids = t.session.history.flatMap((h) => (h.role === "assistant" ? h.toolCalls.map((c) => c.id) : []));
+          assert.equal(new Set(ids).size, 5);
+          for (const id of ids) assert.match(id, /^[a-zA-Z0-9_-]{1,40}$/);
+        },
+      );
+    });
+  }
+
   test("C24 a retried request never re-runs tools", async () => {
     await withSession(
       { wire: "anthropic", responses: [{ toolCalls: [{ name: "fx__echo", arguments: { text: "once" } }] }, { status: 529 }, { streamError: "overloaded_error" }, { text: "done" }] },
