@@ -27,6 +27,8 @@ export * from "./lib/config.ts";
 export * from "./lib/version.ts";
 export { AgentSession, mapStop, MAX_PAUSE_CONTINUATIONS, MAX_TOOL_CALLS_PER_RESPONSE } from "./lib/loop.ts";
 export type { PromptRun, SessionOptions } from "./lib/loop.ts";
+export { INVALID_TOOL_NAME, prepareToolCalls, runToolCalls } from "./lib/tool-calls.ts";
+export type { PreparedCalls, RunToolCallsOptions } from "./lib/tool-calls.ts";
 export type { EventStream } from "./lib/stream.ts";
 export { HookRunner, injectionItems } from "./lib/hooks.ts";
 export type { HookMeta, HookName, HookResult, HookRunnerOptions } from "./lib/hooks.ts";

@@ -9,17 +9,14 @@ import { type Config, hooksEnabledFor } from "./config.ts";
 import { AgentError, isAbortError } from "./errors.ts";
 import type { AgentEvent, PromptResult } from "./events.ts";
 import { HookRunner, injectionItems } from "./hooks.ts";
-import type { ToolOutcome, ToolRegistry } from "./mcp/types.ts";
-import { contentText, formatToolContent } from "./results.ts";
-import { TOOL_NAME_PATTERN } from "./llm/validate.ts";
+import type { ToolRegistry } from "./mcp/types.ts";
 import { eventStream, type EventStream } from "./stream.ts";
+import { prepareToolCalls, runToolCalls } from "./tool-calls.ts";
 import type { HistoryItem, LlmResponse, Model, StopReason, ToolCall, ToolDef, Usage } from "./types.ts";
 import { Compactor } from "./compactor.ts";
 
 /** At most this many tool calls of one response are kept (SPEC section 6.6). */
 export const MAX_TOOL_CALLS_PER_RESPONSE = 64;
-/** The name kept in history for a tool call whose name no LLM API accepts. */
-export const INVALID_TOOL_NAME = "invalid_tool_name";
 /** At most this many `pause_turn` continuations in a row (SPEC section 6.5). */
 export const MAX_PAUSE_CONTINUATIONS = 5;
 
@@ -235,19 +232,9 @@ export class AgentSession {
         continue;
       }
 
-      // A name the APIs refuse would make every later request fail: keep a legal placeholder in
-      // history and answer the call as unknown (SPEC section 2.2), naming what the model sent.
-      // Calls the loop answers itself, without running anything, keyed by their (legal) id.
-      const refused: Record<string, string> = {};
-      let calls = this.#legalIds(response.toolCalls).map((call, i) => {
-        const badArguments = response.argumentErrors?.[response.toolCalls[i]!.id];
-        if (!TOOL_NAME_PATTERN.test(call.name)) {
-          refused[call.id] = `unknown tool: ${JSON.stringify(call.name)} (not a tool name the API accepts)`;
-          return { ...call, name: INVALID_TOOL_NAME };
-        }
-        if (badArguments !== undefined) refused[call.id] = `Invalid tool arguments: ${badArguments}`;
-        return call;
-      });
+      // Legal ids and names for history; calls the loop answers itself (SPEC 2.2, 6.6).
+      const prepared = prepareToolCalls(response, this.history, () => ++this.#idCounter);
+      let calls = prepared.calls;
       if (calls.length > MAX_TOOL_CALLS_PER_RESPONSE) {
         this.#emit({
           type: "warning",
@@ -258,32 +245,22 @@ export class AgentSession {
       this.#pushAssistant(response, calls);
       objectedLast = false;
       toolCalls += calls.length;
-      const results = await this.#runTools(calls, signal, refused);
+      const results = await runToolCalls(calls, {
+        registry: this.#registry,
+        signal,
+        maxParallel: config.maxParallelTools,
+        timeoutMs: config.toolTimeoutMs,
+        maxResultBytes: config.maxToolResultBytes,
+        refused: prepared.refused,
+        emit: this.#emit,
+        now: this.#now,
+      });
       calls.forEach((call, i) => {
         const outcome = results[i] ?? { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
         this.history.push({ role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError });
       });
       if (signal.aborted) return finish("cancelled");
     }
-  }
-
-  /**
-   * Tool-call ids every API accepts: some compatible servers send ids that repeat (`call_0`
-   * on every turn), are longer than the 40 characters OpenAI allows, or hold characters
-   * outside `[a-zA-Z0-9_-]` (Anthropic's pattern). Those get a fresh `call_sprout_<n>` id; the
-   * result is paired with the new id, so the history stays valid.
-   */
-  #legalIds(calls: readonly ToolCall[]): ToolCall[] {
-    const used = new Set<string>();
-    for (const item of this.history) if (item.role === "assistant") for (const c of item.toolCalls) used.add(c.id);
-    return calls.map((call) => {
-      let id = call.id;
-      if (!/^[a-zA-Z0-9_-]{1,40}$/.test(id) || used.has(id)) {
-        do id = `call_sprout_${++this.#idCounter}`; while (used.has(id));
-      }
-      used.add(id);
-      return id === call.id ? call : { ...call, id };
-    });
   }
 
   #pushAssistant(response: LlmResponse, calls: ToolCall[]): void {
@@ -294,58 +271,6 @@ export class AgentSession {
       item.native = response.native;
     }
     this.history.push(item);
-  }
-
-  /** Runs calls concurrently (at most `maxParallelTools` at once); results in call order. */
-  async #runTools(
-    calls: readonly ToolCall[],
-    signal: AbortSignal,
-    refused: Record<string, string>,
-  ): Promise<ToolOutcome[]> {
-    const results: ToolOutcome[] = new Array(calls.length);
-    let next = 0;
-    const cancelled = (): ToolOutcome => ({ content: [{ type: "text", text: "cancelled" }], isError: true });
-    const worker = async () => {
-      while (next < calls.length) {
-        const index = next++;
-        const call = calls[index]!;
-        const started = this.#now();
-        this.#emit({ type: "tool-start", id: call.id, name: call.name, arguments: call.arguments });
-        let outcome: ToolOutcome;
-        const refusal = refused[call.id];
-        if (signal.aborted) outcome = cancelled();
-        else if (refusal !== undefined) {
-          // Arguments that are not a JSON object, or a name no API accepts: tell the model,
-          // do not call anything.
-          outcome = { content: [{ type: "text", text: refusal }], isError: true };
-        } else {
-          try {
-            outcome = await raceAbort(
-              this.#registry.callTool(call.name, call.arguments, { signal, timeoutMs: this.#config.toolTimeoutMs }),
-              signal,
-            );
-            outcome = { content: formatToolContent(outcome.content, this.#config.maxToolResultBytes), isError: outcome.isError };
-          } catch (error) {
-            outcome = signal.aborted || isAbortError(error) ? cancelled() : {
-              content: [{ type: "text", text: `Tool call failed: ${(error as Error).message}` }],
-              isError: true,
-            };
-          }
-        }
-        results[index] = outcome;
-        this.#emit({
-          type: "tool-end",
-          id: call.id,
-          name: call.name,
-          ok: !outcome.isError,
-          durationMs: this.#now() - started,
-          output: contentText(outcome.content),
-        });
-      }
-    };
-    const workers = Array.from({ length: Math.min(this.#config.maxParallelTools, calls.length) }, worker);
-    await Promise.all(workers);
-    return results;
   }
 }
 
@@ -359,14 +284,4 @@ export function mapStop(response: Pick<LlmResponse, "stop">): StopReason {
     default:
       return "end_turn";
   }
-}
-
-/** Settles with `promise`, or rejects with an `AbortError` as soon as `signal` aborts. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new DOMException("cancelled", "AbortError"));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new DOMException("cancelled", "AbortError"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

@@ -1,0 +1,141 @@
+/**
+ * The tool calls of one response: made safe for history (legal ids and names), then run
+ * concurrently with results in call order (SPEC sections 2.2 and 6.6–6.9).
+ * @module
+ */
+
+import { isAbortError } from "./errors.ts";
+import type { AgentEvent } from "./events.ts";
+import { TOOL_NAME_PATTERN } from "./llm/validate.ts";
+import type { ToolOutcome, ToolRegistry } from "./mcp/types.ts";
+import { contentText, formatToolContent } from "./results.ts";
+import type { HistoryItem, LlmResponse, ToolCall } from "./types.ts";
+
+/** The name kept in history for a tool call whose name no LLM API accepts. */
+export const INVALID_TOOL_NAME = "invalid_tool_name";
+
+/** Tool-call ids every API accepts: OpenAI allows at most 40 characters, Anthropic `[a-zA-Z0-9_-]`. */
+const LEGAL_ID = /^[a-zA-Z0-9_-]{1,40}$/;
+
+/** A response's calls as they may enter history, and the ones the loop answers itself. */
+export interface PreparedCalls {
+  /** The calls, in order, with legal unique ids and names. */
+  calls: ToolCall[];
+  /** Error texts for calls that must not run, by (legal) call id. */
+  refused: Record<string, string>;
+}
+
+/**
+ * Makes a response's tool calls safe for history. Some compatible servers send ids that
+ * repeat (`call_0` on every turn), exceed 40 characters or hold other characters: those get a
+ * fresh `call_sprout_<n>` id from `newId`. A name no API accepts would make every later
+ * request fail: it is kept as {@link INVALID_TOOL_NAME} and answered `unknown tool: "<name>"`
+ * (SPEC section 2.2). Arguments that were not a JSON object (`response.argumentErrors`) are
+ * answered with that error instead of running the tool.
+ * @param history the session's history, whose ids must not be reused
+ * @param newId returns a new number for each fresh id
+ */
+export function prepareToolCalls(
+  response: Pick<LlmResponse, "toolCalls" | "argumentErrors">,
+  history: readonly HistoryItem[],
+  newId: () => number,
+): PreparedCalls {
+  const used = new Set<string>();
+  for (const item of history) if (item.role === "assistant") for (const c of item.toolCalls) used.add(c.id);
+  const refused: Record<string, string> = {};
+  const calls = response.toolCalls.map((original) => {
+    let id = original.id;
+    if (!LEGAL_ID.test(id) || used.has(id)) {
+      do id = `call_sprout_${newId()}`; while (used.has(id));
+    }
+    used.add(id);
+    const call = id === original.id ? original : { ...original, id };
+    if (!TOOL_NAME_PATTERN.test(call.name)) {
+      refused[id] = `unknown tool: ${JSON.stringify(call.name)} (not a tool name the API accepts)`;
+      return { ...call, name: INVALID_TOOL_NAME };
+    }
+    const badArguments = response.argumentErrors?.[original.id];
+    if (badArguments !== undefined) refused[id] = `Invalid tool arguments: ${badArguments}`;
+    return call;
+  });
+  return { calls, refused };
+}
+
+/** Options of {@link runToolCalls}. */
+export interface RunToolCallsOptions {
+  /** Where the calls go (by the name the LLM used). */
+  registry: ToolRegistry;
+  /** Cancels the calls: in-flight ones get `notifications/cancelled`, all get a `cancelled` result. */
+  signal: AbortSignal;
+  /** At most this many at once (`SPROUT_AGENT_MAX_PARALLEL_TOOLS`). */
+  maxParallel: number;
+  /** Per call (`SPROUT_AGENT_TOOL_TIMEOUT_SECS` in milliseconds). */
+  timeoutMs: number;
+  /** Per result sent to the LLM (`SPROUT_AGENT_MAX_TOOL_RESULT_BYTES`). */
+  maxResultBytes: number;
+  /** Calls answered with this error text instead of running, by call id. */
+  refused: Record<string, string>;
+  /** Receives `tool-start` and `tool-end` events. */
+  emit: (event: AgentEvent) => void;
+  /** Milliseconds clock for durations. */
+  now: () => number;
+}
+
+/**
+ * Runs calls concurrently and returns one outcome per call, in call order whatever order they
+ * finish in (SPEC section 6.6). Failures are outcomes with `isError` (SPEC 6.8); a cancel
+ * answers every unfinished call `cancelled` at once (SPEC 6.9). Never throws.
+ */
+export async function runToolCalls(calls: readonly ToolCall[], options: RunToolCallsOptions): Promise<ToolOutcome[]> {
+  const { signal } = options;
+  const results: ToolOutcome[] = new Array(calls.length);
+  let next = 0;
+  const cancelled = (): ToolOutcome => ({ content: [{ type: "text", text: "cancelled" }], isError: true });
+  const worker = async () => {
+    while (next < calls.length) {
+      const index = next++;
+      const call = calls[index]!;
+      const started = options.now();
+      options.emit({ type: "tool-start", id: call.id, name: call.name, arguments: call.arguments });
+      let outcome: ToolOutcome;
+      const refusal = options.refused[call.id];
+      if (signal.aborted) outcome = cancelled();
+      else if (refusal !== undefined) outcome = { content: [{ type: "text", text: refusal }], isError: true };
+      else {
+        try {
+          const raw = await raceAbort(
+            options.registry.callTool(call.name, call.arguments, { signal, timeoutMs: options.timeoutMs }),
+            signal,
+          );
+          outcome = { content: formatToolContent(raw.content, options.maxResultBytes), isError: raw.isError };
+        } catch (error) {
+          outcome = signal.aborted || isAbortError(error) ? cancelled() : {
+            content: [{ type: "text", text: `Tool call failed: ${(error as Error).message}` }],
+            isError: true,
+          };
+        }
+      }
+      results[index] = outcome;
+      options.emit({
+        type: "tool-end",
+        id: call.id,
+        name: call.name,
+        ok: !outcome.isError,
+        durationMs: options.now() - started,
+        output: contentText(outcome.content),
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.maxParallel, calls.length) }, worker));
+  return results;
+}
+
+/** Settles with `promise`, or rejects with an `AbortError` as soon as `signal` aborts. */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new DOMException("cancelled", "AbortError"));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new DOMException("cancelled", "AbortError"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

@@ -1,0 +1,45 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { INVALID_TOOL_NAME, prepareToolCalls } from "../lib/tool-calls.ts";
+import type { HistoryItem, ToolCall } from "../lib/types.ts";
+
+const call = (id: string, name = "fx__echo"): ToolCall => ({ id, name, arguments: {} });
+const counter = () => {
+  let n = 0;
+  return () => ++n;
+};
+
+describe("prepareToolCalls", () => {
+  test("legal, new ids are kept as they are (the same objects)", () => {
+    const calls = [call("toolu_1"), call("call_2")];
+    const out = prepareToolCalls({ toolCalls: calls }, [], counter());
+    assert.equal(out.calls[0], calls[0]);
+    assert.equal(out.calls[1], calls[1]);
+    assert.deepEqual(out.refused, {});
+  });
+
+  test("ids used earlier in history, repeated in the response, too long or with other characters get fresh ids", () => {
+    const history: HistoryItem[] = [{ role: "user", text: "x" }, { role: "assistant", text: "", toolCalls: [call("call_0")] }, {
+      role: "tool",
+      toolCallId: "call_0",
+      content: [{ type: "text", text: "ok" }],
+      isError: false,
+    }];
+    const out = prepareToolCalls({ toolCalls: [call("call_0"), call("a"), call("a"), call("x".repeat(41)), call("has.dot")] }, history, counter());
+    const ids = out.calls.map((c) => c.id);
+    assert.deepEqual(ids, ["call_sprout_1", "a", "call_sprout_2", "call_sprout_3", "call_sprout_4"]);
+  });
+
+  test("a name no API accepts is kept as a placeholder and refused; bad arguments are refused by the new id", () => {
+    const out = prepareToolCalls(
+      { toolCalls: [call("k1", "fs.read"), call("k1", "fx__echo")], argumentErrors: { k1: "invalid JSON arguments" } },
+      [],
+      counter(),
+    );
+    assert.equal(out.calls[0]!.name, INVALID_TOOL_NAME);
+    assert.match(out.refused["k1"]!, /unknown tool: "fs\.read"/);
+    // The second call kept the bad-arguments error of its original id under its fresh id.
+    assert.equal(out.calls[1]!.id, "call_sprout_1");
+    assert.match(out.refused["call_sprout_1"]!, /Invalid tool arguments: invalid JSON arguments/);
+  });
+});
