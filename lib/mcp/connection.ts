@@ -1,0 +1,297 @@
+/**
+ * The {@link McpConnection} behind `connectMcp`: one server over stdio or Streamable HTTP,
+ * its handshake in the era that `era.ts` settles, requests and their results, tool-list
+ * freshness through `list-changes.ts`, and its end (exit, close, kill). SPEC section 10.
+ * @module
+ */
+
+import process from "node:process";
+import { AgentError, isAbortError } from "../errors.ts";
+import { decodeResult, initializeLegacy, knownEra, probeEra, readDiscover, remainingMs, rememberEra, requestMeta } from "./era.ts";
+import type { Probe } from "./era.ts";
+import { HttpTransport } from "./http.ts";
+import { formatSeconds, JsonRpcError, JsonRpcPeer } from "./jsonrpc.ts";
+import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
+import { ToolListChanges } from "./list-changes.ts";
+import type { StdioProcess } from "./stdio.ts";
+import { exitError, openStdioPeer } from "./stdio-peer.ts";
+import { listToolPages } from "./tools-list.ts";
+import { MODERN_PROTOCOL_VERSION } from "./types.ts";
+import type {
+  CallToolResult,
+  McpConnection,
+  McpConnectOptions,
+  McpEra,
+  McpExitInfo,
+  McpRequestOptions,
+  McpServerConfig,
+  McpTool,
+} from "./types.ts";
+
+/**
+ * One connection, not yet started: `connectMcp` calls {@link Connection.start}, then
+ * {@link Connection.connected}, or {@link Connection.kill} when starting failed.
+ */
+export class Connection implements McpConnection {
+  /** The era in use (SPEC section 10). */
+  era: McpEra = "legacy";
+  /** The revision in use. */
+  protocolVersion = "";
+  /** The server's `serverInfo`, when it sent a name. */
+  serverInfo: { name: string; version: string } | undefined;
+  #config: McpServerConfig;
+  #options: McpConnectOptions;
+  #name: string;
+  #initTimeoutMs: number;
+  #peer!: JsonRpcPeer;
+  #proc: StdioProcess | undefined;
+  #http: HttpTransport | undefined;
+  #closing = false;
+  #connected = false;
+  #dead = false;
+  #exit: McpExitInfo | undefined;
+  #changes: ToolListChanges;
+
+  /** Nothing starts until {@link start}; `initTimeoutMs` defaults to 30000. */
+  constructor(config: McpServerConfig, options: McpConnectOptions) {
+    this.#config = config;
+    this.#options = options;
+    this.#name = config.name;
+    this.#initTimeoutMs = options.initTimeoutMs ?? 30_000;
+    this.#changes = new ToolListChanges({
+      name: this.#name,
+      peer: () => this.#peer,
+      meta: () => this.#meta(),
+      closed: () => this.closed,
+      warn: (m) => this.#warn(m),
+      changed: () => this.#options.onToolsChanged?.(),
+    });
+  }
+
+  /** The stdio child's pid, if any. */
+  get pid(): number | undefined {
+    return this.#proc?.pid;
+  }
+
+  /** Closing, closed, killed or dead. */
+  get closed(): boolean {
+    return this.#closing || this.#dead;
+  }
+
+  /** Modern era only: the last tool list must be listed again. */
+  get toolsStale(): boolean {
+    return this.era === "modern" && !this.closed && this.#changes.stale;
+  }
+
+  /**
+   * Spawns or reaches the server, settles the era (pinned, remembered or detected) and
+   * completes its handshake, within `initTimeoutMs`.
+   * @throws {AgentError} `mcp-connect`, `timeout`, `mcp`
+   */
+  async start(): Promise<void> {
+    const pinned = knownEra(this.#config, this.#options.eraCache);
+    const transport = this.#config.transport;
+    if (transport.type === "http") {
+      this.#http = new HttpTransport(transport, {
+        name: this.#name,
+        fetch: this.#options.fetch ?? fetch,
+        onMessage: (m) => this.#peer.receive(m),
+        onWarning: (m) => this.#warn(m),
+        reinitialize: () => this.#initialize(),
+      });
+      this.#peer = this.#newPeer((m, c) => this.#http!.send(m, c));
+    } else {
+      this.#spawn();
+    }
+    const deadline = Date.now() + this.#initTimeoutMs;
+    if (pinned === "legacy") return this.#initialize(deadline);
+    if (pinned === "modern") {
+      const probe = await this.#probe(deadline, false);
+      if (probe.kind !== "modern") {
+        throw new AgentError("mcp-connect", `Cannot connect to server "${this.#name}": it does not speak protocol ${MODERN_PROTOCOL_VERSION} (pinned "modern")`);
+      }
+      this.#useModern(probe);
+      return this.#changes.subscribe(deadline);
+    }
+    const probe = await this.#probe(deadline, true);
+    if (probe.kind === "modern") {
+      this.#useModern(probe);
+      await this.#changes.subscribe(deadline);
+    } else {
+      if (probe.kind === "legacy-restart") {
+        const old = this.#proc;
+        this.#proc = undefined;
+        old?.kill();
+        await old?.exited;
+        this.#dead = false;
+        this.#exit = undefined;
+        this.#spawn();
+      }
+      await this.#initialize(deadline);
+    }
+    rememberEra(this.#config, this.#options.eraCache, this.era);
+  }
+
+  /** Marks the handshake done: from now on a death is reported through `onClose`. */
+  connected(): void {
+    this.#connected = true;
+    if (this.#dead && this.#exit && !this.#closing) this.#options.onClose?.(this.#exit);
+  }
+
+  #spawn(): void {
+    const transport = this.#config.transport;
+    if (transport.type !== "stdio") return;
+    const stdio = openStdioPeer(transport, {
+      name: this.#name,
+      cwd: this.#options.cwd ?? process.cwd(),
+      env: this.#options.env ?? process.env,
+      maxLineBytes: this.#options.maxLineBytes ?? 4_194_304,
+      newPeer: (send) => this.#newPeer(send),
+      onWarning: (m) => this.#warn(m),
+      onExit: (info) => {
+        if (this.#proc !== stdio.proc) return;
+        this.#dead = true;
+        this.#exit = info;
+        stdio.peer.failAll(() => exitError(this.#name, info));
+        if (!this.#closing && this.#connected) this.#options.onClose?.(info);
+      },
+    });
+    this.#proc = stdio.proc;
+    this.#peer = stdio.peer;
+  }
+
+  #newPeer(send: (m: JsonRpcMessage, c: SendContext) => Promise<void>): JsonRpcPeer {
+    return new JsonRpcPeer({
+      label: `server "${this.#name}"`,
+      send,
+      onWarning: (m) => this.#warn(m),
+      onNotification: (method, params) => this.#changes.notification(method, params),
+    });
+  }
+
+  #warn(message: string): void {
+    this.#options.onWarning?.(message);
+  }
+
+  /** The `_meta` of a request: with the modern envelope of `version`, or of the era in use. */
+  #meta(extra?: Record<string, unknown>, version?: string): Record<string, unknown> {
+    return requestMeta({
+      sessionId: this.#options.sessionId,
+      version: version ?? (this.era === "modern" ? this.protocolVersion : undefined),
+      clientInfo: this.#options.clientInfo,
+      extra,
+    });
+  }
+
+  #initTimeoutMessage(): string {
+    const message = `initialize timed out after ${formatSeconds(this.#initTimeoutMs)} s`;
+    const tail = this.#proc?.stderrTail().trim();
+    return tail ? `${message}; stderr:\n${tail}` : message;
+  }
+
+  #probe(deadline: number, fallback: boolean): Promise<Probe> {
+    return probeEra(this.#peer, {
+      name: this.#name,
+      deadline,
+      fallback,
+      stdio: this.#proc !== undefined,
+      alive: () => this.#proc?.alive ?? true,
+      meta: (version) => this.#meta(undefined, version),
+      timeoutMessage: () => this.#initTimeoutMessage(),
+    });
+  }
+
+  #useModern(probe: { version: string; result: Record<string, unknown> }): void {
+    this.era = "modern";
+    this.protocolVersion = probe.version;
+    const discovered = readDiscover(probe.result);
+    this.#changes.announced(discovered.listChanged);
+    if (discovered.serverInfo) this.serverInfo = discovered.serverInfo;
+  }
+
+  /** The legacy handshake; also run again when an HTTP session is lost. */
+  async #initialize(deadline = Date.now() + this.#initTimeoutMs): Promise<void> {
+    this.era = "legacy";
+    this.#http?.resetSession();
+    const { version, serverInfo } = await initializeLegacy(this.#peer, {
+      name: this.#name,
+      clientInfo: this.#options.clientInfo,
+      meta: this.#meta(),
+      timeoutMs: remainingMs(deadline),
+      timeoutMessage: () => this.#initTimeoutMessage(),
+    });
+    this.protocolVersion = version;
+    if (this.#http) this.#http.legacyVersion = version;
+    if (serverInfo) this.serverInfo = serverInfo;
+    await this.#peer.notify("notifications/initialized", {});
+    this.#http?.listen();
+  }
+
+  async #request(method: string, params: Record<string, unknown>, options: McpRequestOptions): Promise<Record<string, unknown>> {
+    if (this.#dead && this.#exit) {
+      throw new AgentError("mcp", `Cannot send "${method}" to server "${this.#name}": server not connected (it exited with ${this.#exit.signal ? `signal ${this.#exit.signal}` : `code ${this.#exit.code}`})`);
+    }
+    if (this.#closing || this.#dead) {
+      throw new AgentError("mcp", `Cannot send "${method}" to server "${this.#name}": server not connected`);
+    }
+    const requestOptions: { timeoutMs?: number; signal?: AbortSignal } = {};
+    if (options.timeoutMs !== undefined) requestOptions.timeoutMs = options.timeoutMs;
+    if (options.signal !== undefined) requestOptions.signal = options.signal;
+    let result: unknown;
+    try {
+      result = await this.#peer.request(method, { ...params, _meta: this.#meta(options.meta) }, requestOptions);
+    } catch (error) {
+      if (isAbortError(error)) throw error;
+      if (this.#exit && !(error instanceof JsonRpcError)) throw exitError(this.#name, this.#exit, method);
+      throw error;
+    }
+    return decodeResult(result, { name: this.#name, method });
+  }
+
+  /** Every tool, all pages; `timeoutMs` per page defaults to `initTimeoutMs`. */
+  async listTools(options: McpRequestOptions = {}): Promise<McpTool[]> {
+    const pageOptions: McpRequestOptions = { ...options, timeoutMs: options.timeoutMs ?? this.#initTimeoutMs };
+    await this.#changes.resubscribeIfEnded(pageOptions.timeoutMs!);
+    const mark = this.#changes.listStarted();
+    const { tools, freshUntil } = await listToolPages(
+      (params) =>
+        this.#request("tools/list", params, pageOptions).catch((error: unknown) => {
+          this.#changes.listFailed(mark);
+          throw error;
+        }),
+      { name: this.#name, warn: (m) => this.#warn(m) },
+    );
+    this.#changes.listed(mark, freshUntil);
+    return tools;
+  }
+
+  /** `tools/call`; an `isError` result resolves. */
+  async callTool(name: string, args: Record<string, unknown>, options: McpRequestOptions = {}): Promise<CallToolResult> {
+    const result = await this.#request("tools/call", { name, arguments: args }, options);
+    const content = Array.isArray(result.content) ? result.content : [];
+    const out: CallToolResult = { content };
+    if (typeof result.isError === "boolean") out.isError = result.isError;
+    if (result.structuredContent !== undefined) out.structuredContent = result.structuredContent;
+    return out;
+  }
+
+  /** Kills at once and fails every pending request. */
+  kill(): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    this.#peer?.failAll(() => new AgentError("mcp", `Server "${this.#name}" was killed`));
+    this.#proc?.kill();
+    this.#http?.kill();
+  }
+
+  /** Closes gracefully and fails every pending request. */
+  async close(): Promise<void> {
+    if (this.#closing) {
+      if (this.#proc) await this.#proc.close(0);
+      return;
+    }
+    this.#closing = true;
+    this.#peer?.failAll(() => new AgentError("mcp", `Server "${this.#name}" was closed`));
+    await Promise.all([this.#proc?.close(), this.#http?.close()]);
+  }
+}

@@ -1,0 +1,260 @@
+/**
+ * Which protocol era a server speaks and the handshake of each (SPEC section 10): the era
+ * cache, the modern `_meta` envelope, the `server/discover` probe with the official v2
+ * client's `versionNegotiation: {mode: 'auto'}` wire behaviour (one corrective retry on
+ * -32022; a silent or dead stdio server is restarted and spoken to in legacy; an HTTP
+ * server's first answer decides by its status), and the legacy `initialize` request.
+ * @module
+ */
+
+import { AgentError } from "../errors.ts";
+import { PROTOCOL_VERSION_META_KEY } from "./http.ts";
+import { JsonRpcError, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
+import type { JsonRpcPeer } from "./jsonrpc.ts";
+import { AGENT_NAME, VERSION } from "../version.ts";
+import { LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from "./types.ts";
+import type { McpEra, McpServerConfig } from "./types.ts";
+
+/** How long a stdio server may take to answer the `server/discover` probe (SPEC section 10). */
+export const STDIO_PROBE_TIMEOUT_MS = 2000;
+/** Client info sent when `options.clientInfo` is absent. */
+export const DEFAULT_CLIENT_INFO: { name: string; version: string } = { name: AGENT_NAME, version: VERSION };
+
+const CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo";
+const CLIENT_CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities";
+const SESSION_META_KEY = "sprout-agent/session";
+/** Modern revisions this client speaks. */
+const MODERN_VERSIONS: readonly string[] = [MODERN_PROTOCOL_VERSION];
+
+/** The key under which `options.eraCache` remembers a server's era. */
+export function eraCacheKey(config: McpServerConfig): string {
+  return JSON.stringify(config.transport);
+}
+
+/**
+ * The era to use without detecting it: `config.protocol` when pinned, else the one `eraCache`
+ * remembers for this configuration, else `undefined` (detect). SPEC section 10.
+ */
+export function knownEra(config: McpServerConfig, eraCache: Map<string, McpEra> | undefined): McpEra | undefined {
+  return config.protocol ?? eraCache?.get(eraCacheKey(config));
+}
+
+/** Remembers a detected era in `eraCache` (if any) for the life of the process. */
+export function rememberEra(config: McpServerConfig, eraCache: Map<string, McpEra> | undefined, era: McpEra): void {
+  eraCache?.set(eraCacheKey(config), era);
+}
+
+/** What goes into the `_meta` of a request (see {@link requestMeta}). */
+export interface RequestMetaOptions {
+  /** Sent as `sprout-agent/session`. */
+  sessionId: string;
+  /** The modern revision in use; `undefined` in the legacy era (no envelope). */
+  version: string | undefined;
+  /** Sent as `io.modelcontextprotocol/clientInfo`; default {@link DEFAULT_CLIENT_INFO}. */
+  clientInfo?: { name: string; version: string } | undefined;
+  /** Per-request entries (for example `sprout-agent/hook`). */
+  extra?: Record<string, unknown> | undefined;
+}
+
+/**
+ * The `_meta` of every request: the session id, per-request entries and, in the modern era,
+ * the envelope (protocol version, client info, client capabilities). SPEC section 10.
+ */
+export function requestMeta(options: RequestMetaOptions): Record<string, unknown> {
+  const meta: Record<string, unknown> = { [SESSION_META_KEY]: options.sessionId, ...options.extra };
+  if (options.version !== undefined) {
+    meta[PROTOCOL_VERSION_META_KEY] = options.version;
+    meta[CLIENT_INFO_META_KEY] = options.clientInfo ?? DEFAULT_CLIENT_INFO;
+    meta[CLIENT_CAPABILITIES_META_KEY] = {};
+  }
+  return meta;
+}
+
+/**
+ * The outcome of {@link probeEra}: modern (with the agreed version and the `server/discover`
+ * result), legacy on the same connection, or legacy after restarting the stdio child.
+ */
+export type Probe =
+  | { kind: "modern"; version: string; result: Record<string, unknown> }
+  | { kind: "legacy-here" }
+  | { kind: "legacy-restart" };
+
+/** What {@link probeEra} needs from the connection. */
+export interface ProbeOptions {
+  /** The server's name, for errors. */
+  name: string;
+  /** When the whole handshake must be done (`Date.now()` ms). */
+  deadline: number;
+  /**
+   * Detecting rather than pinned: a stdio server gets at most {@link STDIO_PROBE_TIMEOUT_MS}
+   * and its silence or exit means legacy (after a restart).
+   */
+  fallback: boolean;
+  /** The server is a stdio child. */
+  stdio: boolean;
+  /** Whether the stdio child still runs (true when there is none). */
+  alive: () => boolean;
+  /** The `_meta` of the probe for a modern revision. */
+  meta: (version: string) => Record<string, unknown>;
+  /** The message of a timeout (the init timeout, with the stderr tail). */
+  timeoutMessage: () => string;
+}
+
+/**
+ * One `server/discover` exchange (plus one corrective retry on -32022), classified.
+ * @throws {AgentError} `mcp-connect` when there is no common version or a stdio server stays
+ *   silent past the deadline; the HTTP error of a 401, 403 or 5xx answer; other failures
+ */
+export async function probeEra(peer: JsonRpcPeer, options: ProbeOptions): Promise<Probe> {
+  const { name, deadline, fallback, stdio } = options;
+  let version = MODERN_PROTOCOL_VERSION;
+  for (let corrective = 0;; corrective++) {
+    const timeoutMs = stdio && fallback
+      ? Math.min(STDIO_PROBE_TIMEOUT_MS, remainingMs(deadline))
+      : remainingMs(deadline);
+    try {
+      const result = await peer.request("server/discover", { _meta: options.meta(version) }, {
+        timeoutMs,
+        timeoutMessage: options.timeoutMessage,
+      });
+      const discover = asObject(result);
+      const supported = discover?.supportedVersions;
+      if (discover && Array.isArray(supported) && supported.includes(version)) {
+        return { kind: "modern", version, result: discover };
+      }
+      return { kind: "legacy-here" };
+    } catch (error) {
+      if (error instanceof JsonRpcError) {
+        if (error.status === 401 || error.status === 403) throw error;
+        if (error.rpcCode === UNSUPPORTED_PROTOCOL_VERSION) {
+          const list = asObject(error.rpcData)?.supported;
+          const supported = Array.isArray(list) ? list.filter((v): v is string => typeof v === "string") : [];
+          const mutual = MODERN_VERSIONS.find((v) => supported.includes(v) && v !== version);
+          if (mutual !== undefined && corrective === 0) {
+            version = mutual;
+            continue;
+          }
+          if (supported.some((v) => (LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(v)) || supported.length === 0) {
+            return legacyAfterError(options);
+          }
+          throw new AgentError(
+            "mcp-connect",
+            `Cannot connect to server "${name}": no common protocol version (server supports ${JSON.stringify(supported)})`,
+          );
+        }
+        if (error.status !== undefined && error.status >= 500) throw error;
+        return legacyAfterError(options);
+      }
+      if (error instanceof AgentError && stdio && fallback) {
+        // Silence (probe timeout) or exit: restart and speak legacy, unless time is up.
+        if (error.code === "timeout" && Date.now() >= deadline) throw new AgentError("mcp-connect", `Cannot start server "${name}": ${error.message}`);
+        return { kind: "legacy-restart" };
+      }
+      if (error instanceof AgentError && error.status !== undefined) {
+        if (error.status === 401 || error.status === 403 || error.status >= 500) throw error;
+        return { kind: "legacy-here" };
+      }
+      throw error;
+    }
+  }
+}
+
+function legacyAfterError(options: ProbeOptions): Probe {
+  if (options.stdio && !options.alive()) return { kind: "legacy-restart" };
+  return { kind: "legacy-here" };
+}
+
+/** What a modern server tells in its `server/discover` result. */
+export interface DiscoveredServer {
+  /** It advertised `capabilities.tools.listChanged` (so `subscriptions/listen` is worth opening). */
+  listChanged: boolean;
+  /** Its `serverInfo` (or the `_meta` one), when it has a name. */
+  serverInfo: { name: string; version: string } | undefined;
+}
+
+/** Reads the capabilities and server info of a `server/discover` result. */
+export function readDiscover(result: Record<string, unknown>): DiscoveredServer {
+  const info = asObject(result.serverInfo) ?? asObject(asObject(result._meta)?.["io.modelcontextprotocol/serverInfo"]);
+  return {
+    listChanged: asObject(asObject(result.capabilities)?.tools)?.listChanged === true,
+    serverInfo: serverInfoOf(info),
+  };
+}
+
+/** What {@link initializeLegacy} needs. */
+export interface InitializeOptions {
+  /** The server's name, for errors. */
+  name: string;
+  /** Sent as `clientInfo`; default {@link DEFAULT_CLIENT_INFO}. */
+  clientInfo: { name: string; version: string } | undefined;
+  /** The request's `_meta`. */
+  meta: Record<string, unknown>;
+  /** How long the server may take to answer, in ms. */
+  timeoutMs: number;
+  /** The message of a timeout. */
+  timeoutMessage: () => string;
+}
+
+/**
+ * The legacy `initialize` request (the caller sends `notifications/initialized` after it).
+ * Resolves with the revision the server answered and its `serverInfo`, when named.
+ * @throws {AgentError} `mcp-connect` when the server answers an unsupported revision; the
+ *   request's own failures (`timeout`, `mcp`)
+ */
+export async function initializeLegacy(
+  peer: JsonRpcPeer,
+  options: InitializeOptions,
+): Promise<{ version: string; serverInfo: { name: string; version: string } | undefined }> {
+  const result = asObject(
+    await peer.request("initialize", {
+      protocolVersion: LEGACY_PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: options.clientInfo ?? DEFAULT_CLIENT_INFO,
+      _meta: options.meta,
+    }, { timeoutMs: options.timeoutMs, timeoutMessage: options.timeoutMessage }),
+  );
+  const version = result?.protocolVersion;
+  if (typeof version !== "string" || !(LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
+    throw new AgentError(
+      "mcp-connect",
+      `Cannot connect to server "${options.name}": it answered initialize with unsupported protocol version ${JSON.stringify(version)}`,
+    );
+  }
+  return { version, serverInfo: serverInfoOf(asObject(result?.serverInfo)) };
+}
+
+/**
+ * A request's result as usable data: modern results carry `resultType`, and only `complete`
+ * (or none, legacy) is usable here; `resultType` is removed.
+ * @throws {AgentError} `mcp` when the result is not an object or needs input the agent
+ *   cannot provide
+ */
+export function decodeResult(result: unknown, request: { name: string; method: string }): Record<string, unknown> {
+  const object = asObject(result);
+  const failed = `Request "${request.method}" to server "${request.name}" failed`;
+  if (!object) throw new AgentError("mcp", `${failed}: the result is not an object`);
+  const type = object.resultType;
+  if (type === undefined) return object;
+  if (type === "complete") {
+    const copy = { ...object };
+    delete copy.resultType;
+    return copy;
+  }
+  throw new AgentError("mcp", `${failed}: result type "${String(type)}" is not supported (the agent cannot provide input)`);
+}
+
+/** Time left until `deadline` (`Date.now()` ms), at least 1 ms. */
+export function remainingMs(deadline: number): number {
+  return Math.max(1, deadline - Date.now());
+}
+
+function serverInfoOf(info: Record<string, unknown> | undefined): { name: string; version: string } | undefined {
+  if (!info || typeof info.name !== "string") return undefined;
+  return { name: info.name, version: typeof info.version === "string" ? info.version : "" };
+}
+
+function asObject(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : undefined;
+}
