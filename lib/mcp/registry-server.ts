@@ -216,8 +216,10 @@ export class ServerHandle {
     this.#generation++;
     if (this.status === "connected") this.status = "dead";
     this.reason = "the registry is closed";
-    const conn = this.conn;
-    if (conn !== undefined && !conn.closed) await conn.close();
+    // Also for a killed connection: its process may still be in its SIGTERM grace, stopping
+    // what it started (test-gate's test run); close() waits for it instead of leaving the
+    // exit-time SIGKILL to cut that short. close() is idempotent.
+    await this.conn?.close();
   }
 }
 
