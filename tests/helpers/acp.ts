@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { repoRoot, tsCommand } from "./runtime.ts";
+import { type HttpFixture, startHttpCommand } from "../fixtures/mcp/helpers.ts";
 
 /** The ACP MCP fixture (tests/fixtures/acp/server.ts). */
 export const fixtureFile = `${repoRoot}tests/fixtures/acp/server.ts`;
@@ -44,47 +45,9 @@ export function stdioFixture(name: string, env: Record<string, string> = {}): Re
 }
 
 /** The fixture served over HTTP, started under the current runtime. */
-export async function startHttpFixture(env: Record<string, string> = {}): Promise<{ url: string; stop(): Promise<void> }> {
+export function startHttpFixture(env: Record<string, string> = {}): Promise<HttpFixture> {
   const [command, ...args] = tsCommand(fixtureFile);
-  const child = spawn(command!, [...args, "--http"], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once("exit", r));
-    try {
-      process.kill(-child.pid!, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    await exited;
-  };
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`HTTP fixture did not start: ${out}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /(http:\/\/\S+)/.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        child.stdout.resume();
-        child.stderr.resume();
-        resolve(match[1]!);
-      }
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`HTTP fixture exited with ${code}: ${out}`));
-    });
-  }).catch(async (error) => {
-    await stop();
-    throw error;
-  });
-  return { url, stop };
+  return startHttpCommand(command!, [...args, "--http"], { ...process.env, ...env });
 }
 
 /** A JSON-RPC message from the agent. */
