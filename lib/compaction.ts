@@ -16,6 +16,7 @@
  */
 
 import type { HistoryItem, ResultBlock } from "./types.ts";
+import { byteLength, clampUtf8 } from "./utf8.ts";
 
 /** Upper limit of the summary's output tokens (SPEC section 8.2; the reference's 8192). */
 export const SUMMARY_MAX_OUTPUT_TOKENS = 8192;
@@ -51,7 +52,7 @@ export function tokenThreshold(ctx: number, out: number): number {
  * @example historyBytes([{ role: "user", text: "hi" }]) // 30
  */
 export function historyBytes(history: readonly HistoryItem[]): number {
-  return utf8Length(JSON.stringify(history));
+  return byteLength(JSON.stringify(history));
 }
 
 /**
@@ -165,14 +166,14 @@ export function buildSummaryRequest(input: SummaryInput): SummaryRequest {
   const tail = "\n\n# Instructions\nProduce a context handoff summary covering: (1) the original task, " +
     "(2) what was done, (3) key decisions, (4) what remains, (5) one concrete next step. " +
     "Be concise but thorough. Plain text only.";
-  const omittedReserve = utf8Length(`(${ELLIPSIS} ${input.history.length} older items omitted)\n`);
-  const available = Math.max(0, budget - utf8Length(head + middle + tail) - omittedReserve);
+  const omittedReserve = byteLength(`(${ELLIPSIS} ${input.history.length} older items omitted)\n`);
+  const available = Math.max(0, budget - byteLength(head + middle + tail) - omittedReserve);
 
   // The task takes at most 16 KiB, leaving the history at least half of what is available.
   const rawTask = input.originalTask?.trim() ? input.originalTask : "(unknown)";
   const wantedHistory = Math.min(Math.floor(available / 2), snippetsBytes(input.history, available));
-  const task = clampUtf8(rawTask, Math.min(SUMMARY_TASK_MAX_BYTES, available - wantedHistory));
-  const history = recentHistory(input.history, available - utf8Length(task));
+  const task = clampUtf8(rawTask, Math.min(SUMMARY_TASK_MAX_BYTES, available - wantedHistory), ELLIPSIS);
+  const history = recentHistory(input.history, available - byteLength(task));
   return { system, prompt: head + task + middle + history + tail, maxOutputTokens };
 }
 
@@ -217,7 +218,7 @@ export function truncateHistory(history: readonly HistoryItem[], budgetTokens: n
   const last = lastPromptIndex(history);
   const first = history.findIndex((item) => item.role === "user");
   if (last < 0 || first < 0) return { history: [...history], dropped: 0 };
-  const sizes = history.map((item) => utf8Length(JSON.stringify(item)));
+  const sizes = history.map((item) => byteLength(JSON.stringify(item)));
   let total = 2 + sizes.reduce((a, b) => a + b, 0) + Math.max(0, history.length - 1);
   let start = 0;
   const cut = (to: number): void => {
@@ -256,10 +257,10 @@ function recentHistory(history: readonly HistoryItem[], maxBytes: number): strin
     const item = history[i];
     if (item === undefined) continue;
     const line = snippet(item, history, i);
-    const size = utf8Length(line) + (kept.length > 0 ? 1 : 0);
+    const size = byteLength(line) + (kept.length > 0 ? 1 : 0);
     if (used + size > maxBytes) {
       // Nothing fits yet: keep a shortened newest item rather than none.
-      if (kept.length === 0 && maxBytes >= 16) kept.push(clampUtf8(line, maxBytes));
+      if (kept.length === 0 && maxBytes >= 16) kept.push(clampUtf8(line, maxBytes, ELLIPSIS));
       break;
     }
     kept.push(line);
@@ -276,7 +277,7 @@ function snippetsBytes(history: readonly HistoryItem[], cap: number): number {
   let used = 0;
   for (let i = history.length - 1; i >= 0 && used < cap; i--) {
     const item = history[i];
-    if (item !== undefined) used += utf8Length(snippet(item, history, i)) + 1;
+    if (item !== undefined) used += byteLength(snippet(item, history, i)) + 1;
   }
   return Math.min(used, cap);
 }
@@ -297,7 +298,7 @@ function snippet(item: HistoryItem, history: readonly HistoryItem[], index: numb
     const label = item.isError ? "[tool error]" : "[tool]";
     line = `${label}${name === undefined ? "" : ` ${name}:`} ${oneLine(blocksText(item.content), SUMMARY_SNIPPET_MAX_BYTES)}`;
   }
-  return clampUtf8(line.trimEnd(), SUMMARY_SNIPPET_MAX_BYTES);
+  return clampUtf8(line.trimEnd(), SUMMARY_SNIPPET_MAX_BYTES, ELLIPSIS);
 }
 
 /** The name of the call a tool result answers, searched backwards from its position. */
@@ -330,35 +331,3 @@ function oneLine(text: string, maxBytes: number): string {
   return cut ? flat + ELLIPSIS : flat;
 }
 
-/** UTF-8 length of `text` without encoding it (a lone surrogate counts 3, like U+FFFD). */
-function utf8Length(text: string): number {
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
-
-/** `text` cut to at most `maxBytes` UTF-8 bytes at a code point boundary, ending in `…` when cut. */
-function clampUtf8(text: string, maxBytes: number): string {
-  if (utf8Length(text) <= maxBytes) return text;
-  const room = maxBytes - 3; // "…" is 3 bytes
-  if (room < 0) return "";
-  let n = 0;
-  let i = 0;
-  while (i < text.length) {
-    const c = text.charCodeAt(i);
-    const pair = c >= 0xd800 && c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00;
-    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : pair ? 4 : 3;
-    if (n + size > room) break;
-    n += size;
-    i += pair ? 2 : 1;
-  }
-  return text.slice(0, i) + ELLIPSIS;
-}

@@ -10,7 +10,8 @@ import { type HookServers, hooksEnabledFor } from "./config.ts";
 import { AgentError } from "./errors.ts";
 import type { AgentEvent, HookOutcome } from "./events.ts";
 import type { CallToolResult, ToolRegistry } from "./mcp/types.ts";
-import { clampUtf8 } from "./mcp/registry-tools.ts";
+import { TRUNCATED_MARKER } from "./mcp/registry-tools.ts";
+import { clampUtf8 } from "./utf8.ts";
 import type { HistoryItem } from "./types.ts";
 
 /** Largest hook text kept, in UTF-8 bytes (SPEC section 4.3). */
@@ -177,10 +178,10 @@ function classify(server: string, hook: string, result: CallToolResult): Omit<Ho
   const texts = blocks.filter((b): b is { type: "text"; text: string } => b.type === "text" && typeof b.text === "string");
   const text = texts.map((b) => b.text).join("\n");
   if (result.isError === true) {
-    const detail = text.trim() === "" ? "no message" : clampUtf8(text.trim(), 1024);
+    const detail = text.trim() === "" ? "no message" : clampUtf8(text.trim(), 1024, TRUNCATED_MARKER);
     return { outcome: "error", message: `Hook "${hook}" of server "${server}" returned an error: ${detail}` };
   }
-  if (text.trim() !== "") return { outcome: "objection", text: clampUtf8(text, MAX_HOOK_TEXT_BYTES) };
+  if (text.trim() !== "") return { outcome: "objection", text: clampUtf8(text, MAX_HOOK_TEXT_BYTES, TRUNCATED_MARKER) };
   if (texts.length < blocks.length) {
     return { outcome: "none", message: `Hook "${hook}" of server "${server}" returned no text, only other content` };
   }

@@ -6,36 +6,12 @@
  */
 
 import type { ResultBlock } from "./types.ts";
+import { byteLength, clampUtf8, tailUtf8 } from "./utf8.ts";
 
 /** What an empty tool output is sent as (SPEC section 6.7; CASES C23). */
 export const NO_OUTPUT = "(no output)";
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-/** UTF-8 length of `text` in bytes. */
-export function byteLength(text: string): number {
-  return encoder.encode(text).length;
-}
-
-/**
- * The first `maxBytes` bytes of `text`, never splitting a character.
- * @example clampBytes("héllo", 2) // "h"
- */
-export function clampBytes(text: string, maxBytes: number): string {
-  const bytes = encoder.encode(text);
-  if (bytes.length <= maxBytes) return text;
-  let end = Math.max(0, maxBytes);
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
-  return decoder.decode(bytes.subarray(0, end));
-}
-
-/** The last `maxBytes` bytes of `text`, never splitting a character. */
-function tailBytes(bytes: Uint8Array, maxBytes: number): string {
-  let start = Math.max(0, bytes.length - maxBytes);
-  while (start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start++;
-  return decoder.decode(bytes.subarray(start));
-}
 
 /**
  * Cuts `text` to at most `maxBytes` UTF-8 bytes by removing its middle, with a notice that
@@ -48,8 +24,8 @@ export function truncateMiddle(text: string, maxBytes: number): string {
   const limit = Math.max(256, maxBytes);
   const notice = `\n\n[… output truncated: ${bytes.length} bytes in all, the middle ${bytes.length - limit} bytes or more were removed …]\n\n`;
   const room = Math.max(0, limit - byteLength(notice));
-  const head = clampBytes(text, Math.ceil(room / 2));
-  const tail = tailBytes(bytes, Math.floor(room / 2));
+  const head = clampUtf8(text, Math.ceil(room / 2));
+  const tail = tailUtf8(bytes, Math.floor(room / 2));
   return head + notice + tail;
 }
 

@@ -10,14 +10,15 @@ import type { ResultBlock } from "../types.ts";
 import type { CallToolResult, ToolOutcome } from "./types.ts";
 
 import { TOOL_NAME_PATTERN } from "../llm/validate.ts";
+import { clampUtf8 } from "../utf8.ts";
 
 export { TOOL_NAME_PATTERN };
 
 /** Longest description sent to the LLM, in UTF-8 bytes (SPEC section 5.4). */
 export const MAX_DESCRIPTION_BYTES = 1024;
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+/** Appended to text the agent cut to a byte limit (descriptions, hook output). */
+export const TRUNCATED_MARKER = "\n[truncated]";
 
 /** The SHA-256 of `text` in hex. */
 function hashHex(text: string): string {
@@ -64,20 +65,6 @@ function mappedName(server: string, bare: string, salt: number): string {
   return `${base}_${hash}`;
 }
 
-/**
- * Cuts `text` to at most `maxBytes` UTF-8 bytes without splitting a character; when it cuts,
- * the result ends with `marker` (counted in the limit).
- * @example clampUtf8("ééé", 4, "") // "éé"
- */
-export function clampUtf8(text: string, maxBytes: number, marker = "\n[truncated]"): string {
-  const bytes = encoder.encode(text);
-  if (bytes.length <= maxBytes) return text;
-  const room = Math.max(0, maxBytes - encoder.encode(marker).length);
-  let end = room;
-  // Step back over UTF-8 continuation bytes (10xxxxxx) so no character is split.
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
-  return decoder.decode(bytes.subarray(0, end)) + marker;
-}
 
 /** A tool description for the LLM: `description`, else `title`, clamped to 1024 bytes. */
 export function toolDescription(tool: { description?: unknown; title?: unknown }): string {
@@ -86,7 +73,7 @@ export function toolDescription(tool: { description?: unknown; title?: unknown }
     : typeof tool.title === "string"
     ? tool.title
     : "";
-  return clampUtf8(raw, MAX_DESCRIPTION_BYTES);
+  return clampUtf8(raw, MAX_DESCRIPTION_BYTES, TRUNCATED_MARKER);
 }
 
 type Json = Record<string, unknown>;
