@@ -24,8 +24,12 @@ export interface FakeReply extends StreamShape {
   toolCalls?: { name: string; arguments?: Record<string, unknown> | string; id?: string }[];
   /** Default `tool_use` with tool calls, else `end_turn`. */
   stop?: string;
-  /** Default `{inputTokens: 10, outputTokens: 5}`. The cache fields are sent by the Anthropic wire only. */
-  usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheCreationTokens?: number };
+  /**
+   * Default `{inputTokens: 10, outputTokens: 5}`. The cache fields are sent by the Anthropic wire only.
+   * `null` (Chat Completions only) sends no usage at all, as endpoints that ignore
+   * `stream_options.include_usage` do.
+   */
+  usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheCreationTokens?: number } | null;
   /** Cut the stream by the length limit in the middle of the last tool call's arguments. */
   truncateInToolCall?: boolean;
 }
@@ -182,7 +186,7 @@ export function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idB
   });
   out.push(chunk({}, stopOf(turn, "openai")));
   const includeUsage = (body["stream_options"] as { include_usage?: unknown } | undefined)?.include_usage === true;
-  if (includeUsage) out.push({ data: { ...base, choices: [], usage: openAiUsage(turn) } });
+  if (includeUsage && turn.usage !== null) out.push({ data: { ...base, choices: [], usage: openAiUsage(turn) } });
   out.push({ data: "[DONE]" });
   return out;
 }
@@ -200,7 +204,7 @@ export function openAiJson(turn: FakeReply, body: Record<string, unknown>, idBas
     created: 0,
     model: body["model"],
     choices: [{ index: 0, message, finish_reason: stopOf(turn, "openai") }],
-    usage: openAiUsage(turn),
+    ...(turn.usage === null ? {} : { usage: openAiUsage(turn) }),
   };
 }
 

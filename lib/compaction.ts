@@ -15,7 +15,7 @@
  * @module
  */
 
-import type { HistoryItem, ResultBlock } from "./types.ts";
+import type { HistoryItem, ResultBlock, ToolDef } from "./types.ts";
 import { byteLength, clampUtf8 } from "./utf8.ts";
 
 /** Upper limit of the summary's output tokens (SPEC section 8.2; the reference's 8192). */
@@ -48,7 +48,8 @@ export function tokenThreshold(ctx: number, out: number): number {
 
 /**
  * Size of a history in bytes: the UTF-8 length of `JSON.stringify(history)` (SPEC section 8.1;
- * 1 byte counts as 1 token). The tools and the system prompt are not included.
+ * 1 byte counts as 1 token). The tools and the system prompt are not included: see
+ * {@link requestOverheadBytes}.
  * @example historyBytes([{ role: "user", text: "hi" }]) // 30
  */
 export function historyBytes(history: readonly HistoryItem[]): number {
@@ -56,9 +57,23 @@ export function historyBytes(history: readonly HistoryItem[]): number {
 }
 
 /**
- * The input tokens the provider reported for the last request, paired with the bytes of the
- * history that request sent (SPEC section 8.1 and 8.5). Record after each successful response,
- * with the bytes measured before the reply is appended; clear after a compaction.
+ * The bytes a request sends besides its history: the system prompt and the JSON of the tool
+ * definitions (1 byte counts as 1 token). The estimate of SPEC section 8.1 adds them to the
+ * history's bytes (issue 9): with 30 tools they outweigh a fresh history many times over, and
+ * leaving them out made small budgets compact again right after each compaction.
+ * @param system the system prompt sent with the request (`""` when none)
+ * @param tools the LLM-visible tool definitions sent with it
+ * @example requestOverheadBytes("", []) // 0
+ */
+export function requestOverheadBytes(system: string, tools: readonly ToolDef[]): number {
+  return byteLength(system) + (tools.length === 0 ? 0 : byteLength(JSON.stringify(tools)));
+}
+
+/**
+ * The input tokens the provider reported for the last request, paired with the bytes that
+ * request sent (its history's bytes plus {@link requestOverheadBytes}; SPEC section 8.1 and
+ * 8.5). Record after each successful response, with the bytes measured before the reply is
+ * appended; clear after a compaction. Estimates take the same measure of the next request.
  */
 export class UsageBaseline {
   #inputTokens: number | undefined;
@@ -68,7 +83,8 @@ export class UsageBaseline {
    * Records one response's usage. A response without usage (`inputTokens` undefined) keeps the
    * previous pair.
    * @param inputTokens reported input tokens (cache reads and writes included), or undefined
-   * @param sentHistoryBytes {@link historyBytes} of the history sent with that request
+   * @param sentHistoryBytes the bytes that request sent: {@link historyBytes} of its history,
+   *   plus {@link requestOverheadBytes} when estimates are given them too
    */
   record(inputTokens: number | undefined, sentHistoryBytes: number): void {
     if (inputTokens === undefined || !Number.isFinite(inputTokens)) return;
@@ -96,7 +112,10 @@ export class UsageBaseline {
     return this.estimateFromBytes(historyBytes(history));
   }
 
-  /** {@link estimate} for a history whose {@link historyBytes} is already known. */
+  /**
+   * {@link estimate} for a request whose bytes are already known (in the unit given to
+   * {@link record}: the loop passes history plus {@link requestOverheadBytes}).
+   */
   estimateFromBytes(currentBytes: number): number {
     if (this.#inputTokens === undefined || currentBytes < this.#historyBytes) return currentBytes;
     return this.#inputTokens + (currentBytes - this.#historyBytes);

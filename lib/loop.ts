@@ -158,6 +158,7 @@ export class AgentSession {
       if (config.maxRounds > 0 && rounds >= config.maxRounds) return finish("max_turn_requests");
       if (signal.aborted) return finish("cancelled");
 
+      let tools: ToolDef[] = await this.#registry.listTools();
       const compaction = await this.#compactor.maybeCompact(this.history, {
         signal,
         emit: this.#emit,
@@ -165,12 +166,14 @@ export class AgentSession {
         rejectionsUsed: this.stopRejections,
         originalTask: this.originalTask,
         usage,
+        tools,
       });
       if (compaction === "cancelled") return finish("cancelled");
+      // A _PostCompact timeout may have killed a server: list again after a compaction.
+      if (compaction !== "none") tools = await this.#registry.listTools();
 
-      const tools: ToolDef[] = await this.#registry.listTools();
       this.#emit({ type: "round-start", round: rounds + 1 });
-      const sentBytes = this.#compactor.historyBytes(this.history);
+      const sentBytes = this.#compactor.requestBytes(this.history, tools);
       let response: LlmResponse;
       try {
         response = await this.#model.complete({
