@@ -59,10 +59,11 @@ export class Compactor {
 
   /**
    * Compacts `history` in place when the estimate of the next request (history, system prompt
-   * and `context.tools`) reaches the threshold. A summary whose fresh context would not be
-   * smaller than that estimate is discarded for the truncation fallback, so a compaction never
-   * makes the context larger; a truncation that can drop nothing changes nothing and emits no
-   * event (one warning per session says the newest turn alone is over budget).
+   * and `context.tools`) reaches the threshold. A summary whose fresh context (before any
+   * `_PostCompact` output) would not be smaller than that estimate is discarded for the
+   * truncation fallback, so a summary never makes the context larger; a truncation that can
+   * drop nothing changes nothing and emits no event (one warning per session says the newest
+   * turn alone is over budget).
    * @returns `"none"`, `"summary"`, `"truncation"`, or `"cancelled"` when `signal` aborted the
    *   summary request (the history is then unchanged)
    */
@@ -109,7 +110,8 @@ export class Compactor {
 
   /**
    * The summary path (SPEC sections 8.2 and 8.3). Returns `"fallback"` when the summary
-   * failed, was empty, or would not make the context smaller; the history is then unchanged.
+   * failed, was empty, or would not make the context smaller; the history is then unchanged
+   * and no hook was called.
    */
   async #summarise(
     history: HistoryItem[],
@@ -160,6 +162,9 @@ export class Compactor {
       return "fallback" as const;
     };
     // Checked before _PostCompact runs, so a summary that cannot help calls no hook (SPEC 8.4).
+    // The hooks' output is added on top and not held against the summary: it is the state
+    // their authors chose to carry (each capped at 16 KiB, SPEC 4.3), and dropping it after the
+    // call would lose it silently.
     const bare = size([]);
     if (bare >= context.before) return larger(bare);
     const results = await hooks.run("_PostCompact", {
@@ -170,7 +175,6 @@ export class Compactor {
     const injected = results.filter((r) => r.outcome === "objection");
     const postCompact = injectionItems("_PostCompact", injected, registry);
     const afterTokens = size(postCompact);
-    if (afterTokens >= context.before) return larger(afterTokens);
     history.splice(0, history.length, ...freshContext({ summary, currentPrompt, postCompact }));
     this.handoffs++;
     this.#baseline.clear();

@@ -190,8 +190,10 @@ describe("CASES audit: C. tool discovery", () => {
     let real = 0;
     const t = await startSession({
       wire: "anthropic",
-      // threshold min(6000 * 3/4, 6000 - 1000) = 4500 estimated tokens: one 5000-byte result compacts
-      env: { MCP_HOOK_SERVERS: "pg", SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" },
+      // threshold min(40000 * 3/4, 40000 - 1000) = 30000 estimated tokens: the 118 tool definitions
+      // (~14 KB, counted since issue 9) fit. The fake reports 10 input tokens per request, so one
+      // 31000-byte result crosses the threshold on its own
+      env: { MCP_HOOK_SERVERS: "pg", SPROUT_AGENT_MAX_CONTEXT_TOKENS: "40000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" },
       servers: [],
       extraServers: [casesServer("pg", {
         CASES_TOOLS: "118",
@@ -204,7 +206,7 @@ describe("CASES audit: C. tool discovery", () => {
       responses: (request: RecordedRequest): FakeTurn => {
         if (isSummary(request)) return { text: "The user asked for work on page three. One tool ran." };
         real++;
-        if (real === 1) return { toolCalls: [{ name: "pg__t117", arguments: { bytes: 5000 } }] };
+        if (real === 1) return { toolCalls: [{ name: "pg__t117", arguments: { bytes: 31000 } }] };
         return { text: real === 2 ? "done" : "done now" };
       },
     });
