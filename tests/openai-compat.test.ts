@@ -10,6 +10,7 @@ import { toAnthropicMessages } from "../lib/llm/anthropic.ts";
 import { createOpenAiModel, toChatMessages } from "../lib/llm/openai.ts";
 import {
   type RecordedRequest,
+  startFakeLlm,
   strictTemplateProblems,
   TEMPLATE_ALTERNATION_ERROR,
   TEMPLATE_ID_ERROR,
@@ -170,17 +171,18 @@ describe("strict chat template (Mistral family) in the fake", () => {
   });
 
   test("answers 400 with the template's text in vLLM's error body", async () => {
-    const t = await startSession({ wire: "openai", responses: [{ text: "never" }], fake: { strictTemplate: true }, servers: [] });
+    const llm = await startFakeLlm({ responses: [{ text: "never" }], strictTemplate: true });
     try {
-      const res = await fetch(`${t.llm.openaiBaseUrl}/chat/completions`, {
+      const res = await fetch(`${llm.openaiBaseUrl}/chat/completions`, {
         method: "POST",
         headers: { authorization: "Bearer k", "content-type": "application/json" },
         body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "a" }, { role: "user", content: "b" }] }),
       });
       assert.equal(res.status, 400);
       assert.deepEqual(await res.json(), { object: "error", message: TEMPLATE_ALTERNATION_ERROR, type: "BadRequestError", param: null, code: 400 });
+      assert.equal(llm.requests[0]!.rejected, TEMPLATE_ALTERNATION_ERROR);
     } finally {
-      await t.close();
+      await llm.close();
     }
   });
 });
