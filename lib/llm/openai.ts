@@ -101,9 +101,10 @@ export function openAiBody(request: LlmRequest, model: string): Record<string, u
  * images replaced by a `[image: MIME, N bytes]` marker, as `tool` messages take text only).
  * Blank user text and assistant messages with neither text nor calls are skipped.
  *
- * No two messages in a row share a role, because strict chat templates refuse it (the
- * Mistral-family templates raise "After the optional system message, conversation roles must
- * alternate user/assistant/user/assistant/..."): consecutive user messages (the compaction's
+ * No two user messages, and no two assistant messages, are ever sent in a row, because strict
+ * chat templates refuse it (the Mistral-family templates raise "After the optional system
+ * message, conversation roles must alternate user/assistant/user/assistant/..."; the Chat
+ * Completions API itself accepts it): consecutive user messages (the compaction's
  * `[Context Handoff]` summary then the prompt, SPEC section 8.3) are merged into one, joined by
  * a blank line; an assistant message without calls followed by another assistant message (an
  * end_turn text then an injected hook call, SPEC section 7) is merged into it. Those templates
