@@ -26,6 +26,7 @@ import {
 export type { FakeReply, FakeStreamError, StreamShape } from "./_fake_llm_wire.ts";
 
 export {
+  EMPTY_ASSISTANT_ERROR,
   type OpenAiValidateOptions,
   strictTemplateProblems,
   TEMPLATE_ALTERNATION_ERROR,
@@ -92,7 +93,7 @@ export interface FakeLlmOptions {
    * On the Chat Completions wire, also refuse what a strict chat template refuses, as a
    * server rendering a Mistral-family model does (llama.cpp `--jinja`, vLLM, LM Studio): a
    * tool-call id that is not exactly 9 letters and digits, two user (or assistant) turns in a
-   * row ({@link strictTemplateProblems}). Answers 400 with the template's error text in
+   * row, an empty assistant message ({@link strictTemplateProblems}). Answers 400 with the template's error text in
    * vLLM's error body `{"object": "error", "message", "type": "BadRequestError", "param":
    * null, "code": 400}` (current llama.cpp answers 500 `server_error` with the same text
    * after `Jinja Exception: `; a 400 is used so the agent fails at once instead of retrying).

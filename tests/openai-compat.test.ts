@@ -7,8 +7,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { toAnthropicMessages } from "../lib/llm/anthropic.ts";
-import { createOpenAiModel, toChatMessages } from "../lib/llm/openai.ts";
+import { createOpenAiModel, NO_TEXT_TURN, toChatMessages } from "../lib/llm/openai.ts";
 import {
+  EMPTY_ASSISTANT_ERROR,
   type RecordedRequest,
   startFakeLlm,
   strictTemplateProblems,
@@ -113,7 +114,7 @@ describe("Chat Completions client: no two turns of one role in a row", () => {
     assert.deepEqual(messages, [{ role: "user", content: "[Context Handoff]\nS\n\nP" }]);
   });
 
-  test("a user message after tool results with no assistant text since the last user message gets an empty assistant turn first", () => {
+  test("a user message after tool results with no assistant text since the last user message gets a (no text) assistant turn first", () => {
     const hook = JSON.stringify({ hook: "_PostCompact", server: "fx", text: "state" });
     const messages = toChatMessages([
       { role: "user", text: "[Context Handoff]\nS" },
@@ -122,8 +123,10 @@ describe("Chat Completions client: no two turns of one role in a row", () => {
       { role: "user", text: "P" },
     ]);
     assert.deepEqual(messages.map((m) => m.role), ["user", "assistant", "tool", "assistant", "user"]);
-    assert.deepEqual(messages[3], { role: "assistant", content: "" });
+    assert.deepEqual(messages[3], { role: "assistant", content: NO_TEXT_TURN });
     assert.deepEqual(strictTemplateProblems({ messages }), []);
+    // An empty one would pass the template but not vLLM's Mistral mode.
+    assert.deepEqual(strictTemplateProblems({ messages: [...messages.slice(0, 3), { role: "assistant", content: "" }, messages[4]] }), [EMPTY_ASSISTANT_ERROR]);
   });
 
   test("an end_turn text and the injected hook call after it are one assistant message", () => {

@@ -96,6 +96,12 @@ export function openAiBody(request: LlmRequest, model: string): Record<string, u
 }
 
 /**
+ * The text of the assistant turn {@link toChatMessages} adds between tool results and a user
+ * message when the assistant said nothing since the previous user message.
+ */
+export const NO_TEXT_TURN = "(no text)";
+
+/**
  * Maps the history to chat messages: assistant content is always a string, arguments are
  * JSON-stringified, each tool result is a `tool` message (errors prefixed `Error: `, CASES C16;
  * images replaced by a `[image: MIME, N bytes]` marker, as `tool` messages take text only).
@@ -110,8 +116,12 @@ export function openAiBody(request: LlmRequest, model: string): Record<string, u
  * end_turn text then an injected hook call, SPEC section 7) is merged into it. Those templates
  * also check the alternation with tool calls and results left out, so a user message after tool
  * results with no assistant text since the previous user message (a turn that ended with no
- * text, `_PostCompact` output between the handoff and the prompt) is preceded by an assistant
- * message with empty content, the turn's (empty) end.
+ * text, was cancelled or hit the round limit; `_PostCompact` output between the handoff and the
+ * prompt) is preceded by the assistant message {@link NO_TEXT_TURN}. Its content is not empty
+ * because vLLM's Mistral mode refuses an empty assistant message ("Invalid assistant message:
+ * role='assistant' content=None tool_calls=None prefix=False", vllm-project/vllm#21089), and
+ * older `mistral_common` refuses a user message right after a tool message ("Unexpected role
+ * 'user' after role 'tool'").
  */
 export function toChatMessages(history: readonly HistoryItem[]): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -123,7 +133,7 @@ export function toChatMessages(history: readonly HistoryItem[]): ChatMessage[] {
         last.content = `${last.content}\n\n${item.text}`;
         continue;
       }
-      if (lastTurnRole(out) === "user") out.push({ role: "assistant", content: "" });
+      if (lastTurnRole(out) === "user") out.push({ role: "assistant", content: NO_TEXT_TURN });
       out.push({ role: "user", content: item.text });
     } else if (item.role === "assistant") {
       const text = item.text.trim() === "" ? "" : item.text;

@@ -185,6 +185,9 @@ export const TEMPLATE_ID_ERROR = "Tool call IDs should be alphanumeric strings w
 export const TEMPLATE_ALTERNATION_ERROR =
   "After the optional system message, conversation roles must alternate user/assistant/user/assistant/...";
 
+/** vLLM's error (Mistral tokenizer mode) for an assistant message with empty content and no calls. */
+export const EMPTY_ASSISTANT_ERROR = "Invalid assistant message: role='assistant' content=None tool_calls=None prefix=False";
+
 /** Options of {@link validateOpenAiRequest}. */
 export interface OpenAiValidateOptions {
   /**
@@ -206,7 +209,9 @@ export interface OpenAiValidateOptions {
  *   `[a-zA-Z0-9]{9}` with the template's text {@link TEMPLATE_ID_ERROR};
  * - after an optional first system message, the messages that are neither `tool` messages nor
  *   assistant messages with `tool_calls` must alternate user, assistant, user… starting with
- *   user ({@link TEMPLATE_ALTERNATION_ERROR}).
+ *   user ({@link TEMPLATE_ALTERNATION_ERROR});
+ * - an assistant message needs text or tool calls: vLLM's Mistral mode refuses `content: ""`
+ *   without calls ({@link EMPTY_ASSISTANT_ERROR}, vllm-project/vllm#21089).
  * @example strictTemplateProblems({messages: [{role: "user", content: "a"}, {role: "user", content: "b"}]}) // [TEMPLATE_ALTERNATION_ERROR]
  */
 export function strictTemplateProblems(body: unknown): string[] {
@@ -219,6 +224,8 @@ export function strictTemplateProblems(body: unknown): string[] {
   if (turns.some((m, i) => (m["role"] === "user") !== (i % 2 === 0))) problems.push(TEMPLATE_ALTERNATION_ERROR);
   const legal = (id: unknown) => typeof id === "string" && /^[a-zA-Z0-9]{9}$/.test(id);
   for (const m of loop) {
+    const empty = m["content"] === undefined || m["content"] === null || m["content"] === "";
+    if (m["role"] === "assistant" && empty && !hasCalls(m)) problems.push(EMPTY_ASSISTANT_ERROR);
     const ids = hasCalls(m) ? (m["tool_calls"] as unknown[]).map((c) => isObj(c) ? c["id"] : undefined) : [];
     if (m["role"] === "tool") ids.push(m["tool_call_id"]);
     if (ids.some((id) => !legal(id))) problems.push(TEMPLATE_ID_ERROR);
