@@ -69,6 +69,31 @@ describe("Chat Completions client: streamed tool calls as compatible servers sen
     ]);
   });
 
+  test("a second call whose head collides at index 0 and whose tail comes at index 1 is one call (deepseek, agno-agi/agno#8879)", async () => {
+    // Reconstructed from the issue's description (no bytes were published): the head delta of
+    // the second call arrives with index 0, its argument tail with index 1.
+    const chunk = (delta: unknown, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const sse = chunk({ tool_calls: [{ index: 0, id: "call_00_a", type: "function", function: { name: "fs__read_file", arguments: "" } }] }) +
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"path":"a"}' } }] }) +
+      chunk({ tool_calls: [{ index: 0, id: "call_01_b", type: "function", function: { name: "fs__read_file", arguments: "" } }] }) +
+      chunk({ tool_calls: [{ index: 1, function: { arguments: '{"path":"b"}' } }] }) +
+      chunk({}, "tool_calls") + "data: [DONE]\n\n";
+    const reply = await replaying(sse).complete(request(hello));
+    assert.deepEqual(reply.toolCalls.map((c) => [c.id, c.name, c.arguments]), [["call_00_a", "fs__read_file", { path: "a" }], ["call_01_b", "fs__read_file", { path: "b" }]]);
+  });
+
+  test("an id that changes after the first delta of a call does not split it (poolsideai/pool#9)", async () => {
+    // Reconstructed from the issue's description: the first chunk carries one id with the name,
+    // every later chunk of the same call another id.
+    const chunk = (delta: unknown, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const sse = chunk({ tool_calls: [{ index: 0, id: "call_first", type: "function", function: { name: "fs__read_file", arguments: "" } }] }) +
+      chunk({ tool_calls: [{ index: 0, id: "call_other", type: "function", function: { arguments: '{"path":' } }] }) +
+      chunk({ tool_calls: [{ index: 0, id: "call_other", type: "function", function: { arguments: '"a"}' } }] }) +
+      chunk({}, "tool_calls") + "data: [DONE]\n\n";
+    const reply = await replaying(sse).complete(request(hello));
+    assert.deepEqual(reply.toolCalls, [{ id: "call_first", name: "fs__read_file", arguments: { path: "a" } }]);
+  });
+
   test("OpenAI's own shape (id once per index, then fragments by index) still assembles", async () => {
     const chunk = (delta: unknown) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
     const sse = chunk({ tool_calls: [{ index: 0, id: "call_x", type: "function", function: { name: "fs__read_file", arguments: "" } }] }) +

@@ -195,10 +195,15 @@ interface PartialCall {
  * Reads a Chat Completions event stream, calling `onTextDelta` as text arrives. Tool calls
  * are assembled from `tool_calls[]` deltas: by `index` as OpenAI sends them (the id and name
  * in the first delta of an index, argument fragments after it), and as compatible servers
- * really send them: Ollama sends each call whole in its own chunk, every one with `index: 0`
- * (ollama/ollama#15457), so a delta whose id differs from the id already at its index starts
- * a new call; deltas with no `index` at all (Ollama before 0.4.7, ollama/ollama#7881) start a
- * new call when they bring a new id and continue the current one when they bring none.
+ * really send them:
+ * - Ollama sends each call whole in its own chunk, every one with `index: 0`
+ *   (ollama/ollama#15457): a delta with a name and an id other than the one at its index starts
+ *   a new call. The new call is also found at its own position, for servers whose later
+ *   fragments of such a call use it (deepseek behind a compatible endpoint, agno-agi/agno#8879).
+ * - An id that changes in the middle of a call (no name with it, poolsideai/pool#9) does not
+ *   split the call; the first id is kept.
+ * - Deltas with no `index` at all (Ollama before 0.4.7, ollama/ollama#7881): an id seen before
+ *   continues that call, a new id starts a new call, a delta without id continues the current one.
  * `arguments` sent as a JSON object instead of a string is taken as the arguments. A call
  * without an id gets 9 random letters and digits (`lib/call-ids.ts`).
  * @throws {AttemptError} for an error chunk (retryable unless it is an invalid request) and
@@ -241,15 +246,22 @@ export async function readOpenAiStream(
         const id = typeof raw["id"] === "string" && raw["id"] !== "" ? raw["id"] : undefined;
         const index = typeof raw["index"] === "number" ? raw["index"] : undefined;
         const fn = (raw["function"] ?? {}) as Record<string, unknown>;
-        let call = index === undefined ? current : byIndex.get(index);
-        // A new id at a known index (Ollama's reused index 0), or without an index, is a new call.
-        if (call === undefined || (id !== undefined && call.id !== id && (call.id !== "" || index === undefined))) {
+        const named = typeof fn["name"] === "string" && fn["name"] !== "";
+        let call = index === undefined
+          ? (id === undefined ? current : calls.find((c) => c.id === id))
+          : byIndex.get(index);
+        // At a known index, a delta that brings another id and a name is another call (Ollama
+        // reuses index 0); another id without a name continues the call (an unstable id).
+        const collides = call !== undefined && index !== undefined && id !== undefined && call.id !== "" && call.id !== id && named;
+        if (call === undefined || collides) {
           call = { id: "", name: "", args: "" };
           calls.push(call);
           if (index !== undefined) byIndex.set(index, call);
+          // The rest of a call that took a used index may come at its position (deepseek).
+          if (collides && !byIndex.has(calls.length - 1)) byIndex.set(calls.length - 1, call);
         }
         current = call;
-        if (id !== undefined) call.id = id;
+        if (id !== undefined && call.id === "") call.id = id;
         if (typeof fn["name"] === "string") call.name += fn["name"];
         call.args += argumentsText(fn["arguments"]);
       }
