@@ -32,6 +32,23 @@ export interface FakeReply extends StreamShape {
   usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheCreationTokens?: number } | null;
   /** Cut the stream by the length limit in the middle of the last tool call's arguments. */
   truncateInToolCall?: boolean;
+  /**
+   * How the Chat Completions wire streams tool calls. `openai` (default): the id and name in
+   * the first delta of each `index`, then argument fragments. `ollama`: each call whole in its
+   * own chunk, every one with `index: 0`, ids `call_<8 random>`, in Ollama's chunk envelope
+   * (`system_fingerprint: "fp_ollama"`, `role` and `content: ""` in every delta; ollama/ollama
+   * `openai/openai.go` ToChunk, issue #15457). `ollama-no-index`: the same without `index`
+   * (Ollama before 0.4.7, issue #7881).
+   */
+  toolCallStream?: "openai" | "ollama" | "ollama-no-index";
+  /** On the Chat Completions wire, streamed or not, send each tool call's `arguments` as a JSON object instead of a string. */
+  argumentsAsObject?: boolean;
+}
+
+/** Wire options of the whole fake. */
+export interface WireOptions {
+  /** Mint tool-call ids of exactly 9 letters and digits, as servers of Mistral-family models do. */
+  mistralIds?: boolean;
 }
 
 /** An error event in the middle of the stream, after `text` (default `"partial "`) was sent. */
@@ -59,9 +76,13 @@ function pieces(text: string, n = 3): string[] {
   return out;
 }
 
-function callsOf(turn: FakeReply, idBase: number, prefix: string): { id: string; name: string; json: string }[] {
+function callsOf(turn: FakeReply, idBase: number, prefix: string, wire: WireOptions = {}): { id: string; name: string; json: string }[] {
   return (turn.toolCalls ?? []).map((c, i) => ({
-    id: c.id ?? `${prefix}${idBase}_${i + 1}`,
+    id: c.id ?? (wire.mistralIds === true
+      ? `Fk${String(idBase % 10_000).padStart(4, "0")}${String((i + 1) % 1000).padStart(3, "0")}`
+      : turn.toolCallStream?.startsWith("ollama") === true
+      ? `call_${(idBase * 1000 + i + 1).toString(36).padStart(8, "0").slice(-8)}`
+      : `${prefix}${idBase}_${i + 1}`),
     name: c.name,
     json: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments ?? {}),
   }));
@@ -167,24 +188,47 @@ function openAiUsage(turn: FakeReply): Record<string, number> {
 }
 
 /** Chat Completions chunks for `turn`: content and tool-call argument fragments, the finish chunk, the usage chunk when asked, `[DONE]`. */
-export function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idBase: number): Piece[] {
-  const base = { id: `chatcmpl-fake${idBase}`, object: "chat.completion.chunk", created: 0, model: body["model"] };
+export function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idBase: number, wire: WireOptions = {}): Piece[] {
+  const ollama = turn.toolCallStream === "ollama" || turn.toolCallStream === "ollama-no-index";
+  const base = ollama
+    ? { id: `chatcmpl-${idBase}`, object: "chat.completion.chunk", created: 1721830176, model: body["model"], system_fingerprint: "fp_ollama" }
+    : { id: `chatcmpl-fake${idBase}`, object: "chat.completion.chunk", created: 0, model: body["model"] };
   const chunk = (delta: unknown, finish: string | null = null) => ({ data: { ...base, choices: [{ index: 0, delta, finish_reason: finish }] } });
   const out: Piece[] = [chunk({ role: "assistant", content: "" })];
   let paused = false;
   for (const piece of pieces(turn.text ?? "")) {
-    out.push(chunk({ content: piece }));
+    out.push(chunk(ollama ? { role: "assistant", content: piece } : { content: piece }));
     if (!paused) out.push({ pause: true });
     paused = true;
   }
-  const calls = callsOf(turn, idBase, "call_fake_");
+  const calls = callsOf(turn, idBase, "call_fake_", wire);
+  const args = (json: string): unknown => {
+    if (turn.argumentsAsObject !== true) return json;
+    try {
+      return JSON.parse(json);
+    } catch {
+      return json;
+    }
+  };
   calls.forEach((call, i) => {
     const last = i === calls.length - 1;
     const json = last && turn.truncateInToolCall === true ? call.json.slice(0, Math.max(1, Math.floor(call.json.length / 2))) : call.json;
+    if (ollama) {
+      // Go's encoding/json field order: id, index, type, function{name, arguments}.
+      const whole = turn.toolCallStream === "ollama"
+        ? { id: call.id, index: 0, type: "function", function: { name: call.name, arguments: args(json) } }
+        : { id: call.id, type: "function", function: { name: call.name, arguments: args(json) } };
+      out.push(chunk({ role: "assistant", content: "", tool_calls: [whole] }));
+      return;
+    }
+    if (turn.argumentsAsObject === true) {
+      out.push(chunk({ tool_calls: [{ index: i, id: call.id, type: "function", function: { name: call.name, arguments: args(json) } }] }));
+      return;
+    }
     out.push(chunk({ tool_calls: [{ index: i, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }));
     for (const piece of pieces(json)) out.push(chunk({ tool_calls: [{ index: i, function: { arguments: piece } }] }));
   });
-  out.push(chunk({}, stopOf(turn, "openai")));
+  out.push(chunk(ollama ? { role: "assistant", content: "" } : {}, stopOf(turn, "openai")));
   const includeUsage = (body["stream_options"] as { include_usage?: unknown } | undefined)?.include_usage === true;
   if (includeUsage && turn.usage !== null) out.push({ data: { ...base, choices: [], usage: openAiUsage(turn) } });
   out.push({ data: "[DONE]" });
@@ -192,11 +236,15 @@ export function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idB
 }
 
 /** A non-streamed Chat Completions response for `turn`. */
-export function openAiJson(turn: FakeReply, body: Record<string, unknown>, idBase: number): Record<string, unknown> {
-  const calls = callsOf(turn, idBase, "call_fake_");
+export function openAiJson(turn: FakeReply, body: Record<string, unknown>, idBase: number, wire: WireOptions = {}): Record<string, unknown> {
+  const calls = callsOf(turn, idBase, "call_fake_", wire);
   const message: Record<string, unknown> = { role: "assistant", content: turn.text ?? null };
   if (calls.length > 0) {
-    message["tool_calls"] = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.json } }));
+    message["tool_calls"] = calls.map((c) => ({
+      id: c.id,
+      type: "function",
+      function: { name: c.name, arguments: turn.argumentsAsObject === true ? JSON.parse(c.json) as unknown : c.json },
+    }));
   }
   return {
     id: `chatcmpl-fake${idBase}`,

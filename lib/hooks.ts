@@ -5,7 +5,7 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
+import { numberedCallId, unusedId, usedCallIds } from "./call-ids.ts";
 import { type HookServers, hooksEnabledFor } from "./config.ts";
 import { AgentError } from "./errors.ts";
 import type { AgentEvent, HookOutcome } from "./events.ts";
@@ -18,8 +18,6 @@ import type { HistoryItem } from "./types.ts";
 export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
 /** Consecutive hook timeouts after which a server is killed (SPEC section 4.4). */
 export const HOOK_TIMEOUTS_BEFORE_KILL = 2;
-/** Longest injected tool-call id before it is shortened with a hash (SPEC section 7). */
-export const MAX_HOOK_ID_LENGTH = 40;
 
 /** The hooks the agent calls (SPEC section 1); any other `_`-name is reserved and never called. */
 export type HookName = "_Stop" | "_PostCompact";
@@ -197,24 +195,32 @@ let injectedCount = 0;
  * The history items that inject hook output (SPEC section 7): per objecting server, in the
  * order given, an assistant item with one tool call `{id, name: registry.qualifiedName(server,
  * hook), arguments: {}}` and empty text, then its tool result whose only text is
- * `JSON.stringify({hook, server, text})`. The id is `sprout_hook_<hook>_<server>_<n>`, or
- * `sprout_hook_<12 hex of sha256(hook + "\0" + server)>_<n>` when that exceeds 40 characters;
- * `n` is unique within the process. Results other than objections are ignored.
+ * `JSON.stringify({hook, server, text})`. Results other than objections are ignored.
+ *
+ * The id is `hook` followed by a counter in base 62, 9 letters and digits in all
+ * (`hook0000a`): unique within the process and, when `history` is given, never one already
+ * in it. (SPEC section 7's `sprout_hook_<hook>_<server>_<n>` is replaced, issue 9: the
+ * Mistral-family chat templates and the Mistral API refuse every id that is not exactly 9
+ * alphanumeric characters, so the first objection ended a run with a 400. The hook and the
+ * server are still in the call's name and in the result's JSON.)
+ * @param history the session's history, whose ids the new ones must not repeat
  * @example
  * injectionItems("_Stop", [{ server: "todo", outcome: "objection", text: "2 open", durationMs: 5 }], registry)
- * // [{role: "assistant", text: "", toolCalls: [{id: "sprout_hook__Stop_todo_0", name: "todo___Stop", arguments: {}}]},
- * //  {role: "tool", toolCallId: "sprout_hook__Stop_todo_0", content: [{type: "text", text: '{"hook":"_Stop","server":"todo","text":"2 open"}'}], isError: false}]
+ * // [{role: "assistant", text: "", toolCalls: [{id: "hook00000", name: "todo___Stop", arguments: {}}]},
+ * //  {role: "tool", toolCallId: "hook00000", content: [{type: "text", text: '{"hook":"_Stop","server":"todo","text":"2 open"}'}], isError: false}]
  */
-export function injectionItems(hook: string, results: readonly HookResult[], registry: ToolRegistry): HistoryItem[] {
+export function injectionItems(
+  hook: string,
+  results: readonly HookResult[],
+  registry: ToolRegistry,
+  history: readonly HistoryItem[] = [],
+): HistoryItem[] {
   const items: HistoryItem[] = [];
+  const used = usedCallIds(history);
   for (const result of results) {
     if (result.outcome !== "objection" || result.text === undefined) continue;
-    const n = injectedCount++;
-    let id = `sprout_hook_${hook}_${result.server}_${n}`;
-    if (id.length > MAX_HOOK_ID_LENGTH) {
-      const hash = createHash("sha256").update(`${hook}\u0000${result.server}`).digest("hex").slice(0, 12);
-      id = `sprout_hook_${hash}_${n}`;
-    }
+    const id = unusedId(used, () => numberedCallId("hook", injectedCount++));
+    used.add(id);
     items.push({
       role: "assistant",
       text: "",

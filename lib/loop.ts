@@ -231,7 +231,7 @@ export class AgentSession {
         this.stopRejections++;
         objections++;
         objectedLast = true;
-        this.history.push(...injectionItems("_Stop", objecting, this.#registry));
+        this.history.push(...injectionItems("_Stop", objecting, this.#registry, this.history));
         continue;
       }
 

@@ -10,7 +10,7 @@ import { Buffer } from "node:buffer";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { setImmediate } from "node:timers";
 import type { Socket } from "node:net";
-import { validateAnthropicRequest, validateOpenAiRequest } from "./llm/validate.ts";
+import { strictTemplateProblems, validateAnthropicRequest, validateOpenAiRequest } from "./llm/validate.ts";
 import {
   anthropicEvents,
   anthropicJson,
@@ -25,7 +25,15 @@ import {
 
 export type { FakeReply, FakeStreamError, StreamShape } from "./_fake_llm_wire.ts";
 
-export { validateAnthropicRequest, validateOpenAiRequest } from "./llm/validate.ts";
+export {
+  EMPTY_ASSISTANT_ERROR,
+  type OpenAiValidateOptions,
+  strictTemplateProblems,
+  TEMPLATE_ALTERNATION_ERROR,
+  TEMPLATE_ID_ERROR,
+  validateAnthropicRequest,
+  validateOpenAiRequest,
+} from "./llm/validate.ts";
 export { createScriptedModel, type ScriptedOptions, type ScriptTurn } from "./llm/scripted.ts";
 export type {
   HistoryItem,
@@ -81,6 +89,18 @@ export interface FakeLlmOptions {
    * do. Default true; false acts like a local server (Ollama, llama.cpp) that needs none.
    */
   requireKey?: boolean;
+  /**
+   * On the Chat Completions wire, also refuse what a strict chat template refuses, as a
+   * server rendering a Mistral-family model does (llama.cpp `--jinja`, vLLM, LM Studio): a
+   * tool-call id that is not exactly 9 letters and digits, two user (or assistant) turns in a
+   * row, an empty assistant message ({@link strictTemplateProblems}). Answers 400 with the template's error text in
+   * vLLM's error body `{"object": "error", "message", "type": "BadRequestError", "param":
+   * null, "code": 400}` (current llama.cpp answers 500 `server_error` with the same text
+   * after `Jinja Exception: `; a 400 is used so the agent fails at once instead of retrying).
+   * The fake's own tool-call ids are then 9 letters and digits too, as such a server's are.
+   * Default false.
+   */
+  strictTemplate?: boolean;
 }
 
 /** A running fake LLM server. */
@@ -106,6 +126,8 @@ export interface FakeLlm {
  */
 export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
   const requests: RecordedRequest[] = [];
+  // A served Mistral-family model mints 9-alphanumeric ids, the only ones its template accepts back.
+  const wireOptions = { mistralIds: options.strictTemplate === true };
   const sockets = new Set<Socket>();
   let served = 0;
   let ids = 0;
@@ -143,6 +165,7 @@ export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
     const recorded: RecordedRequest = { wire, path, body, headers, at: Date.now() };
     requests.push(recorded);
     const problems = wire === "anthropic" ? validateAnthropicRequest(body) : validateOpenAiRequest(body);
+    const templateProblems = wire === "openai" && options.strictTemplate === true ? strictTemplateProblems(body) : [];
     const auth = wire === "anthropic" ? headers["x-api-key"] : headers["authorization"];
     if ((auth === undefined || auth === "") && options.requireKey !== false) {
       recorded.rejected = wire === "anthropic" ? "x-api-key header is required" : "You didn't provide an API key.";
@@ -152,6 +175,11 @@ export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
     if (problems.length > 0) {
       recorded.rejected = problems[0] as string;
       sendError(res, wire, 400, "invalid_request_error", recorded.rejected);
+      return;
+    }
+    if (templateProblems.length > 0) {
+      recorded.rejected = templateProblems[0] as string;
+      sendJson(res, 400, { object: "error", message: recorded.rejected, type: "BadRequestError", param: null, code: 400 });
       return;
     }
     const turn = next(recorded);
@@ -183,10 +211,10 @@ export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
     }
     const idBase = ++ids;
     if (!stream) {
-      sendJson(res, 200, wire === "anthropic" ? anthropicJson(turn, body, idBase) : openAiJson(turn, body, idBase));
+      sendJson(res, 200, wire === "anthropic" ? anthropicJson(turn, body, idBase) : openAiJson(turn, body, idBase, wireOptions));
       return;
     }
-    await sendStream(res, wire === "anthropic" ? anthropicEvents(turn, body, idBase) : openAiEvents(turn, body, idBase), shape);
+    await sendStream(res, wire === "anthropic" ? anthropicEvents(turn, body, idBase) : openAiEvents(turn, body, idBase, wireOptions), shape);
   }
 
   await new Promise<void>((resolve, reject) => {

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { numberedCallId, unusedId, usedCallIds } from "./call-ids.ts";
 import { isAbortError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
 import { TOOL_NAME_PATTERN } from "./llm/validate.ts";
@@ -28,26 +29,28 @@ export interface PreparedCalls {
 /**
  * Makes a response's tool calls safe for history. Some compatible servers send ids that
  * repeat (`call_0` on every turn), exceed 40 characters or hold other characters: those get a
- * fresh `call_sprout_<n>` id from `newId`. A name no API accepts would make every later
+ * fresh id `call<n in base 62>` of exactly 9 letters and digits (`call00001`, see
+ * `lib/call-ids.ts`: the only form strict chat templates accept), `n` from `newId`, unique
+ * within the history. Provider ids that are legal are kept as sent. A name no API accepts would make every later
  * request fail: it is kept as {@link INVALID_TOOL_NAME} and answered `unknown tool: "<name>"`
  * (SPEC section 2.2). Arguments that were not a JSON object (`response.argumentErrors`) are
  * answered with that error instead of running the tool.
  * @param history the session's history, whose ids must not be reused
  * @param newId returns a new number for each fresh id
+ * @example
+ * prepareToolCalls({ toolCalls: [{ id: "call_0", name: "fs__read", arguments: {} }] }, history, () => ++n)
+ * // {calls: [{id: "call00001", …}], refused: {}} when `call_0` is already in history
  */
 export function prepareToolCalls(
   response: Pick<LlmResponse, "toolCalls" | "argumentErrors">,
   history: readonly HistoryItem[],
   newId: () => number,
 ): PreparedCalls {
-  const used = new Set<string>();
-  for (const item of history) if (item.role === "assistant") for (const c of item.toolCalls) used.add(c.id);
+  const used = usedCallIds(history);
   const refused: Record<string, string> = {};
   const calls = response.toolCalls.map((original) => {
     let id = original.id;
-    if (!LEGAL_ID.test(id) || used.has(id)) {
-      do id = `call_sprout_${newId()}`; while (used.has(id));
-    }
+    if (!LEGAL_ID.test(id) || used.has(id)) id = unusedId(used, () => numberedCallId("call", newId()));
     used.add(id);
     const call = id === original.id ? original : { ...original, id };
     if (!TOOL_NAME_PATTERN.test(call.name)) {

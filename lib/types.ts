@@ -18,7 +18,7 @@ export type ProviderStop = "end_turn" | "tool_use" | "max_tokens" | "refusal" | 
 
 /** One tool call requested by the LLM (or injected by the agent for a hook). */
 export interface ToolCall {
-  /** Provider id (`toolu_…`, `call_…`) or, for injected hook output, `sprout_hook_…`. */
+  /** Provider id (`toolu_…`, `call_…`) or one the agent minted: 9 letters and digits (`hook00001`, `call00001`; `lib/call-ids.ts`). */
   id: string;
   /** The name the LLM sees: qualified and mapped (SPEC section 5). */
   name: string;

@@ -4,7 +4,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
+import { numberedCallId } from "../lib/call-ids.ts";
 import { HookRunner, injectionItems, type HookResult } from "../lib/hooks.ts";
+import type { HistoryItem } from "../lib/types.ts";
 import { parseHookServers } from "../lib/config.ts";
 import type { AgentEvent } from "../lib/events.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
@@ -273,7 +275,7 @@ describe("hooks: injection (SPEC 7)", () => {
       assert.equal(call1!.text, "");
       assert.equal(call1!.toolCalls.length, 1);
       const id1 = call1!.toolCalls[0]!.id;
-      assert.match(id1, /^sprout_hook__Stop_todo_\d+$/);
+      assert.match(id1, /^hook[a-zA-Z0-9]{5}$/, "9 letters and digits, as strict chat templates require");
       assert.deepEqual(call1!.toolCalls[0], { id: id1, name: "todo___Stop", arguments: {} });
       assert.deepEqual(result1, {
         role: "tool",
@@ -282,8 +284,8 @@ describe("hooks: injection (SPEC 7)", () => {
         isError: false,
       });
       const id2 = call2!.toolCalls[0]!.id;
-      assert.match(id2, /^sprout_hook__Stop_ci_\d+$/);
-      assert.notEqual(id1.split("_").at(-1), id2.split("_").at(-1), "n is unique");
+      assert.match(id2, /^hook[a-zA-Z0-9]{5}$/);
+      assert.notEqual(id1, id2, "ids are unique");
       assert.equal(result2!.toolCallId, id2);
       assert.deepEqual(JSON.parse(result2!.content[0]!.type === "text" ? result2!.content[0]!.text : ""), {
         hook: "_Stop",
@@ -297,7 +299,7 @@ describe("hooks: injection (SPEC 7)", () => {
     }
   });
 
-  test("a long server name gives a hashed id of at most 40 characters; the name is the mapped qualified name", async () => {
+  test("a long server name still gets a 9-character id; the name is the mapped qualified name", async () => {
     const long = "a-very-long-server-name-for-hooks";
     const registry = await registryFor([long]);
     try {
@@ -305,13 +307,32 @@ describe("hooks: injection (SPEC 7)", () => {
       const call = items[0]!;
       if (call.role !== "assistant") throw new Error("wrong role");
       const id = call.toolCalls[0]!.id;
-      assert.match(id, /^sprout_hook_[0-9a-f]{12}_\d+$/);
-      assert.ok(id.length <= 40, id);
+      assert.match(id, /^[a-zA-Z0-9]{9}$/);
       assert.equal(call.toolCalls[0]!.name, registry.qualifiedName(long, "_PostCompact"));
       assert.match(call.toolCalls[0]!.name, /^[a-zA-Z0-9_-]{1,64}$/);
-      const other = injectionItems("_PostCompact", [objection(long, "state")], registry)[0]!;
-      if (other.role !== "assistant") throw new Error("wrong role");
-      assert.equal(other.toolCalls[0]!.id.slice(0, 25), id.slice(0, 25), "same hook and server, same hash");
+    } finally {
+      await registry.close();
+    }
+  });
+
+  test("an injected id never repeats one already in the history", async () => {
+    const registry = await registryFor(["todo"]);
+    try {
+      // Every id the process counter could give next is taken by a provider call in history.
+      const taken = Array.from({ length: 5000 }, (_, k) => numberedCallId("hook", k));
+      const history: HistoryItem[] = [
+        { role: "user", text: "go" },
+        { role: "assistant", text: "", toolCalls: taken.map((id) => ({ id, name: "fx__echo", arguments: {} })) },
+        ...taken.map((id): HistoryItem => ({ role: "tool", toolCallId: id, content: [{ type: "text", text: "ok" }], isError: false })),
+      ];
+      const items = injectionItems("_Stop", [objection("todo", "y"), objection("todo", "z")], registry, history);
+      const ids = items.flatMap((i) => i.role === "assistant" ? i.toolCalls.map((c) => c.id) : []);
+      assert.equal(ids.length, 2);
+      for (const id of ids) {
+        assert.match(id, /^[a-zA-Z0-9]{9}$/);
+        assert.ok(!taken.includes(id), `${id} is not reused`);
+      }
+      assert.notEqual(ids[0], ids[1]);
     } finally {
       await registry.close();
     }

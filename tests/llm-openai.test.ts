@@ -95,8 +95,8 @@ describe("Chat Completions client: request shape", () => {
     const history: HistoryItem[] = [
       { role: "user", text: "fix it" },
       { role: "assistant", text: "done", toolCalls: [] },
-      { role: "assistant", text: "", toolCalls: [{ id: "sprout_hook__Stop_gate_1", name: "gate___Stop", arguments: {} }] },
-      { role: "tool", toolCallId: "sprout_hook__Stop_gate_1", content: [{ type: "text", text: hookJson }], isError: false },
+      { role: "assistant", text: "", toolCalls: [{ id: "hook00001", name: "gate___Stop", arguments: {} }] },
+      { role: "tool", toolCallId: "hook00001", content: [{ type: "text", text: hookJson }], isError: false },
     ];
     await withFake([{ text: "fixed" }], async (llm, model) => {
       await model.complete(request(history));
@@ -105,7 +105,7 @@ describe("Chat Completions client: request shape", () => {
       const messages = sent.body["messages"] as Record<string, unknown>[];
       assert.equal(messages[2]!["content"], "done");
       assert.equal((messages[2]!["tool_calls"] as unknown[]).length, 1);
-      assert.deepEqual(messages[3], { role: "tool", tool_call_id: "sprout_hook__Stop_gate_1", content: hookJson });
+      assert.deepEqual(messages[3], { role: "tool", tool_call_id: "hook00001", content: hookJson });
     });
   });
 });

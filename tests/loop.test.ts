@@ -323,8 +323,8 @@ describe("SPEC 7: the _Stop gate", () => {
           ]);
           const raw = JSON.stringify(body);
           assert.ok(raw.includes(JSON.stringify(JSON.stringify({ hook: "_Stop", server: "a", text: hostile }))), "exact JSON, keys in order");
-          // The synthetic calls use the hook's qualified name and unique sprout_hook_ ids.
-          const ids = [...raw.matchAll(/sprout_hook__Stop_[ab]_\d+/g)].map((m) => m[0]);
+          // The synthetic calls use the hook's qualified name and unique 9-character ids.
+          const ids = [...raw.matchAll(/"(?:id|tool_use_id|tool_call_id)":"(hook[a-zA-Z0-9]{5})"/g)].map((m) => m[1]);
           assert.equal(new Set(ids).size, 2, raw);
           assert.match(raw, /a___Stop/);
           assert.ok(!toolNamesOf(body).includes("a___Stop"), "the hook is never added to the tool list");

@@ -18,7 +18,7 @@ describe("prepareToolCalls", () => {
     assert.deepEqual(out.refused, {});
   });
 
-  test("ids used earlier in history, repeated in the response, too long or with other characters get fresh ids", () => {
+  test("ids used earlier in history, repeated in the response, too long or with other characters get fresh 9-character ids", () => {
     const history: HistoryItem[] = [{ role: "user", text: "x" }, { role: "assistant", text: "", toolCalls: [call("call_0")] }, {
       role: "tool",
       toolCallId: "call_0",
@@ -27,7 +27,15 @@ describe("prepareToolCalls", () => {
     }];
     const out = prepareToolCalls({ toolCalls: [call("call_0"), call("a"), call("a"), call("x".repeat(41)), call("has.dot")] }, history, counter());
     const ids = out.calls.map((c) => c.id);
-    assert.deepEqual(ids, ["call_sprout_1", "a", "call_sprout_2", "call_sprout_3", "call_sprout_4"]);
+    assert.deepEqual(ids, ["call00001", "a", "call00002", "call00003", "call00004"]);
+    for (const id of [ids[0], ...ids.slice(2)]) assert.match(id!, /^[a-zA-Z0-9]{9}$/, "the form Mistral-family templates accept");
+  });
+
+  test("a fresh id skips any already in history", () => {
+    const history: HistoryItem[] = [{ role: "user", text: "x" }, { role: "assistant", text: "", toolCalls: [call("call00001"), call("call00002")] }];
+    for (const id of ["call00001", "call00002"]) history.push({ role: "tool", toolCallId: id, content: [{ type: "text", text: "ok" }], isError: false });
+    const out = prepareToolCalls({ toolCalls: [call("call00001")] }, history, counter());
+    assert.equal(out.calls[0]!.id, "call00003");
   });
 
   test("a name no API accepts is kept as a placeholder and refused; bad arguments are refused by the new id", () => {
@@ -39,7 +47,7 @@ describe("prepareToolCalls", () => {
     assert.equal(out.calls[0]!.name, INVALID_TOOL_NAME);
     assert.match(out.refused["k1"]!, /unknown tool: "fs\.read"/);
     // The second call kept the bad-arguments error of its original id under its fresh id.
-    assert.equal(out.calls[1]!.id, "call_sprout_1");
-    assert.match(out.refused["call_sprout_1"]!, /Invalid tool arguments: invalid JSON arguments/);
+    assert.equal(out.calls[1]!.id, "call00001");
+    assert.match(out.refused["call00001"]!, /Invalid tool arguments: invalid JSON arguments/);
   });
 });

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { randomCallId } from "../call-ids.ts";
 import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../types.ts";
 import { clip, errorObjectText, parseArguments, resultText, sendAttempt, withText } from "./http.ts";
 import { AttemptError, type RetryOptions, withRetry } from "./retry.ts";
@@ -95,17 +96,45 @@ export function openAiBody(request: LlmRequest, model: string): Record<string, u
 }
 
 /**
+ * The text of the assistant turn {@link toChatMessages} adds between tool results and a user
+ * message when the assistant said nothing since the previous user message.
+ */
+export const NO_TEXT_TURN = "(no text)";
+
+/**
  * Maps the history to chat messages: assistant content is always a string, arguments are
  * JSON-stringified, each tool result is a `tool` message (errors prefixed `Error: `, CASES C16;
  * images replaced by a `[image: MIME, N bytes]` marker, as `tool` messages take text only).
- * Blank user text and assistant messages with neither text nor calls are skipped; an
- * assistant message without calls followed by another assistant message is merged into it.
+ * Blank user text and assistant messages with neither text nor calls are skipped.
+ *
+ * No two user messages, and no two assistant messages, are ever sent in a row, because strict
+ * chat templates refuse it (the Mistral-family templates raise "After the optional system
+ * message, conversation roles must alternate user/assistant/user/assistant/..."; the Chat
+ * Completions API itself accepts it): consecutive user messages (the compaction's
+ * `[Context Handoff]` summary then the prompt, SPEC section 8.3) are merged into one, joined by
+ * a blank line; an assistant message without calls followed by another assistant message (an
+ * end_turn text then an injected hook call, SPEC section 7) is merged into it. Those templates
+ * also check the alternation with tool calls and results left out, so a user message after tool
+ * results with no assistant text since the previous user message (a turn that ended with no
+ * text, was cancelled or hit the round limit; `_PostCompact` output between the handoff and the
+ * prompt) is preceded by the assistant message {@link NO_TEXT_TURN}. Its content is not empty
+ * because vLLM's Mistral mode refuses an empty assistant message ("Invalid assistant message:
+ * role='assistant' content=None tool_calls=None prefix=False", vllm-project/vllm#21089), and
+ * older `mistral_common` refuses a user message right after a tool message ("Unexpected role
+ * 'user' after role 'tool'").
  */
 export function toChatMessages(history: readonly HistoryItem[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (const item of history) {
     if (item.role === "user") {
-      if (item.text.trim() !== "") out.push({ role: "user", content: item.text });
+      if (item.text.trim() === "") continue;
+      const last = out[out.length - 1];
+      if (last?.role === "user") {
+        last.content = `${last.content}\n\n${item.text}`;
+        continue;
+      }
+      if (lastTurnRole(out) === "user") out.push({ role: "assistant", content: NO_TEXT_TURN });
+      out.push({ role: "user", content: item.text });
     } else if (item.role === "assistant") {
       const text = item.text.trim() === "" ? "" : item.text;
       if (text === "" && item.toolCalls.length === 0) continue;
@@ -128,6 +157,15 @@ export function toChatMessages(history: readonly HistoryItem[]): ChatMessage[] {
     }
   }
   return out;
+}
+
+/** The role of the last user message or assistant message without calls: what the templates' alternation check sees. */
+function lastTurnRole(messages: readonly ChatMessage[]): "user" | "assistant" | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role === "user" || (m.role === "assistant" && m.tool_calls === undefined)) return m.role;
+  }
+  return undefined;
 }
 
 /** Chat Completions `finish_reason` → {@link ProviderStop} (SPEC section 6.5). */
@@ -155,7 +193,19 @@ interface PartialCall {
 
 /**
  * Reads a Chat Completions event stream, calling `onTextDelta` as text arrives. Tool calls
- * are assembled from `tool_calls[].function.arguments` fragments by `index`.
+ * are assembled from `tool_calls[]` deltas: by `index` as OpenAI sends them (the id and name
+ * in the first delta of an index, argument fragments after it), and as compatible servers
+ * really send them:
+ * - Ollama sends each call whole in its own chunk, every one with `index: 0`
+ *   (ollama/ollama#15457): a delta with a name and an id other than the one at its index starts
+ *   a new call. The new call is also found at its own position, for servers whose later
+ *   fragments of such a call use it (deepseek behind a compatible endpoint, agno-agi/agno#8879).
+ * - An id that changes in the middle of a call (no name with it, poolsideai/pool#9) does not
+ *   split the call; the first id is kept.
+ * - Deltas with no `index` at all (Ollama before 0.4.7, ollama/ollama#7881): an id seen before
+ *   continues that call, a new id starts a new call, a delta without id continues the current one.
+ * `arguments` sent as a JSON object instead of a string is taken as the arguments. A call
+ * without an id gets 9 random letters and digits (`lib/call-ids.ts`).
  * @throws {AttemptError} for an error chunk (retryable unless it is an invalid request) and
  *   for a stream that ends before any `finish_reason` (retryable)
  */
@@ -165,7 +215,9 @@ export async function readOpenAiStream(
 ): Promise<LlmResponse> {
   let text = "";
   let refusal = "";
-  const calls = new Map<number, PartialCall>();
+  const calls: PartialCall[] = [];
+  const byIndex = new Map<number, PartialCall>();
+  let current: PartialCall | undefined;
   let finish: unknown;
   let usage: LlmResponse["usage"];
   for await (const event of events) {
@@ -191,23 +243,43 @@ export async function readOpenAiStream(
     if (typeof delta["refusal"] === "string") refusal += delta["refusal"];
     if (Array.isArray(delta["tool_calls"])) {
       for (const raw of delta["tool_calls"] as Record<string, unknown>[]) {
-        const index = typeof raw["index"] === "number" ? raw["index"] : calls.size;
+        const id = typeof raw["id"] === "string" && raw["id"] !== "" ? raw["id"] : undefined;
+        const index = typeof raw["index"] === "number" ? raw["index"] : undefined;
         const fn = (raw["function"] ?? {}) as Record<string, unknown>;
-        let call = calls.get(index);
-        if (call === undefined) {
+        const named = typeof fn["name"] === "string" && fn["name"] !== "";
+        let call = index === undefined
+          ? (id === undefined ? current : calls.find((c) => c.id === id))
+          : byIndex.get(index);
+        // At a known index, a delta that brings another id and a name is another call (Ollama
+        // reuses index 0); another id without a name continues the call (an unstable id).
+        const collides = call !== undefined && index !== undefined && id !== undefined && call.id !== "" && call.id !== id && named;
+        if (call === undefined || collides) {
           call = { id: "", name: "", args: "" };
-          calls.set(index, call);
+          calls.push(call);
+          if (index !== undefined) byIndex.set(index, call);
+          // The rest of a call that took a used index may come at its position (deepseek).
+          if (collides && !byIndex.has(calls.length - 1)) byIndex.set(calls.length - 1, call);
         }
-        if (typeof raw["id"] === "string" && raw["id"] !== "") call.id = raw["id"];
+        current = call;
+        if (id !== undefined && call.id === "") call.id = id;
         if (typeof fn["name"] === "string") call.name += fn["name"];
-        if (typeof fn["arguments"] === "string") call.args += fn["arguments"];
+        call.args += argumentsText(fn["arguments"]);
       }
     }
     if (choice["finish_reason"] !== undefined && choice["finish_reason"] !== null) finish = choice["finish_reason"];
   }
   if (finish === undefined) throw new AttemptError("stream ended before a finish_reason", { retryable: true });
-  const ordered = [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c);
-  return assemble(text, refusal, ordered, finish, usage);
+  return assemble(text, refusal, calls, finish, usage);
+}
+
+/**
+ * One `function.arguments` value as JSON text: a string as sent (a fragment), a JSON object
+ * (some servers send the arguments parsed) stringified, nothing for `null` or absent.
+ */
+function argumentsText(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value === undefined || value === null) return "";
+  return JSON.stringify(value);
 }
 
 function assemble(
@@ -219,8 +291,13 @@ function assemble(
 ): LlmResponse {
   const toolCalls: ToolCall[] = [];
   const argumentErrors: Record<string, string> = {};
-  calls.forEach((c, i) => {
-    const id = c.id !== "" ? c.id : `call_${i + 1}_${Math.random().toString(36).slice(2, 10)}`;
+  const ids = new Set(calls.map((c) => c.id));
+  calls.forEach((c) => {
+    let id = c.id;
+    if (id === "") {
+      do id = randomCallId(); while (ids.has(id));
+      ids.add(id);
+    }
     const parsed = parseArguments(c.args);
     if (!parsed.ok) argumentErrors[id] = `invalid JSON arguments (${parsed.error}): ${clip(c.args, 200)}`;
     toolCalls.push({ id, name: c.name, arguments: parsed.ok ? parsed.value : {} });
@@ -271,7 +348,7 @@ export function fromChatCompletion(json: unknown): LlmResponse {
     return {
       id: typeof c["id"] === "string" ? c["id"] : "",
       name: typeof fn["name"] === "string" ? fn["name"] : "",
-      args: typeof args === "string" ? args : args === undefined || args === null ? "" : JSON.stringify(args),
+      args: argumentsText(args),
     };
   });
   const text = typeof message["content"] === "string" ? message["content"] : "";

@@ -179,12 +179,71 @@ export function validateAnthropicRequest(body: unknown): string[] {
   return [...new Set(problems)];
 }
 
+/** The error a Mistral-family chat template raises for an id that is not 9 alphanumerics. */
+export const TEMPLATE_ID_ERROR = "Tool call IDs should be alphanumeric strings with length 9!";
+/** The error a Mistral-family chat template raises for two user (or assistant) turns in a row. */
+export const TEMPLATE_ALTERNATION_ERROR =
+  "After the optional system message, conversation roles must alternate user/assistant/user/assistant/...";
+
+/** vLLM's error (Mistral tokenizer mode) for an assistant message with empty content and no calls. */
+export const EMPTY_ASSISTANT_ERROR = "Invalid assistant message: role='assistant' content=None tool_calls=None prefix=False";
+
+/** Options of {@link validateOpenAiRequest}. */
+export interface OpenAiValidateOptions {
+  /**
+   * Also apply the rules of a strict chat template, as a server rendering a Mistral-family
+   * model does (llama.cpp `--jinja`, vLLM, LM Studio): see {@link strictTemplateProblems}.
+   * Default false.
+   */
+  strictTemplate?: boolean;
+}
+
+/**
+ * The problems a Mistral-family chat template raises for a Chat Completions body, quoting
+ * its `raise_exception` texts (the Hugging Face templates of Mistral-7B-Instruct-v0.3,
+ * Mistral-Nemo-Instruct-2407 and Mistral-Small-3.1, also shipped in llama.cpp's
+ * `models/templates/`):
+ * - every `tool_calls[].id` and every `tool_call_id` must be exactly 9 characters; the Mistral
+ *   API and vLLM's mistral tokenizer also require them alphanumeric (`mistral_common`: "Tool
+ *   call id was … but must be a-z, A-Z, 0-9, with a length of 9."), so both are checked as
+ *   `[a-zA-Z0-9]{9}` with the template's text {@link TEMPLATE_ID_ERROR};
+ * - after an optional first system message, the messages that are neither `tool` messages nor
+ *   assistant messages with `tool_calls` must alternate user, assistant, user… starting with
+ *   user ({@link TEMPLATE_ALTERNATION_ERROR});
+ * - an assistant message needs text or tool calls: vLLM's Mistral mode refuses `content: ""`
+ *   without calls ({@link EMPTY_ASSISTANT_ERROR}, vllm-project/vllm#21089).
+ * @example strictTemplateProblems({messages: [{role: "user", content: "a"}, {role: "user", content: "b"}]}) // [TEMPLATE_ALTERNATION_ERROR]
+ */
+export function strictTemplateProblems(body: unknown): string[] {
+  const messages = isObj(body) && Array.isArray(body["messages"]) ? body["messages"] as unknown[] : [];
+  const all = messages.map((m) => isObj(m) ? m : {});
+  const loop = all[0]?.["role"] === "system" ? all.slice(1) : all;
+  const problems: string[] = [];
+  const hasCalls = (m: Obj) => Array.isArray(m["tool_calls"]) && m["tool_calls"].length > 0;
+  const turns = loop.filter((m) => m["role"] !== "tool" && m["role"] !== "tool_results" && !hasCalls(m));
+  if (turns.some((m, i) => (m["role"] === "user") !== (i % 2 === 0))) problems.push(TEMPLATE_ALTERNATION_ERROR);
+  const legal = (id: unknown) => typeof id === "string" && /^[a-zA-Z0-9]{9}$/.test(id);
+  for (const m of loop) {
+    const empty = m["content"] === undefined || m["content"] === null || m["content"] === "";
+    if (m["role"] === "assistant" && empty && !hasCalls(m)) problems.push(EMPTY_ASSISTANT_ERROR);
+    const ids = hasCalls(m) ? (m["tool_calls"] as unknown[]).map((c) => isObj(c) ? c["id"] : undefined) : [];
+    if (m["role"] === "tool") ids.push(m["tool_call_id"]);
+    if (ids.some((id) => !legal(id))) problems.push(TEMPLATE_ID_ERROR);
+  }
+  return [...new Set(problems)];
+}
+
 /**
  * Checks a Chat Completions request body. Returns the problems the real API would report
- * (empty when the request is valid).
+ * (empty when the request is valid); with `strictTemplate`, also those of a strict chat
+ * template ({@link strictTemplateProblems}).
  */
-export function validateOpenAiRequest(body: unknown): string[] {
+export function validateOpenAiRequest(body: unknown, options: OpenAiValidateOptions = {}): string[] {
   if (!isObj(body)) return ["(fake) the request body must be a JSON object"];
+  if (options.strictTemplate === true) {
+    const problems = validateOpenAiRequest(body);
+    return [...new Set([...problems, ...strictTemplateProblems(body)])];
+  }
   const problems: string[] = [];
   if (typeof body["model"] !== "string" || body["model"] === "") problems.push("you must provide a model parameter");
   const tools = body["tools"] === undefined ? [] : body["tools"];

@@ -14,7 +14,7 @@ import { createModel } from "../../lib/llm/model.ts";
 import { AgentSession } from "../../lib/loop.ts";
 import { createRegistry } from "../../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../../lib/mcp/types.ts";
-import { type FakeLlm, type FakeTurn, type RecordedRequest, startFakeLlm } from "../../lib/testing.ts";
+import { type FakeLlm, type FakeLlmOptions, type FakeTurn, type RecordedRequest, startFakeLlm } from "../../lib/testing.ts";
 import { repoRoot, tsCommand } from "./runtime.ts";
 
 /** One fixture server: its name and its `FIXTURE_*` environment. */
@@ -54,9 +54,11 @@ export async function startSession(options: {
   /** Other servers (for example an example hook server), placed before the fixtures. */
   extraServers?: McpServerConfig[];
   env?: Record<string, string>;
+  /** Further options of the fake LLM (`strictTemplate`, `requireKey`…). */
+  fake?: Omit<FakeLlmOptions, "responses">;
 }): Promise<TestSession> {
   const dir = mkdtempSync(join(tmpdir(), "sprout-loop-"));
-  const llm = await startFakeLlm({ responses: options.responses });
+  const llm = await startFakeLlm({ ...options.fake, responses: options.responses });
   const config = loadConfig(
     {
       SPROUT_AGENT_PROVIDER: options.wire,
