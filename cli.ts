@@ -37,7 +37,9 @@ Options:
   --mcp-config FILE   MCP servers in the .mcp.json shape (default: ./.mcp.json when it exists)
   --json              one JSON event per line on stdout; the last line is the result
 
-Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 130/143 after SIGINT/SIGTERM.
+Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 130/143 after SIGINT/SIGTERM,
+141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
+(giving up once it has taken nothing for 5 s).
 
 Environment (default in brackets):
 ${CONFIG_VARIABLES.map((v) => `  ${v.name.padEnd(34)} ${v.meaning} [${v.default}]`).join("\n")}
