@@ -1,7 +1,7 @@
 /**
  * Output is never lost (issue 9): the real CLI, under the runtime running this file, writes
  * 300 KB of `--json` (and ACP responses over 64 KiB) into a pipe whose reader starts late, as
- * `| (sleep 2; cat)` does; every byte arrives, for exit 0, exit 1 and a SIGTERM exit. A reader
+ * `| (sleep 2; cat)` does; every byte arrives, for exit 0, exit 1, SIGINT and SIGTERM. A reader
  * that goes away (`| head -n 1`) still ends the agent at once, with no EPIPE trace. In ACP mode
  * a library's `console.log` during a prompt goes to stderr, never into the JSON-RPC stdout.
  *
@@ -135,21 +135,25 @@ describe("output is never lost behind a slow reader (cli.ts run --json)", () => 
     assert.match(String(error["message"]), /Scripted model ran out of turns/);
   });
 
-  test("SIGTERM during a tool call: exit 143, all 300 KB arrive, the last line is the cancelled result", async () => {
-    const log = join(dir, "sigterm.log");
-    const cfg = fixtureConfig(dir, { fx: { FIXTURE_LOG: log } });
-    const script = scriptFile("sigterm.json", [{ text: LONG_TEXT, toolCalls: [{ name: "fx__slow", arguments: { ms: 30_000 } }] }, { text: "unused" }]);
-    const run = await behindSlowReader(["run", "--json", "--mcp-config", cfg, "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script }, {
-      delayMs: 1000,
-      async whileRunning(pid) {
-        assert.ok(await until(() => existsSync(log) && readFileSync(log, "utf8").includes('"slow"'), 30_000), "the slow tool was called");
-        process.kill(pid, "SIGTERM");
-      },
-    });
-    assert.equal(run.code, 143, run.stderr);
-    const result = checkJsonStream(run);
-    assert.equal(result["type"], "result");
-    assert.equal(result["stopReason"], "cancelled");
+  test("SIGINT and SIGTERM during a tool call: exit 130 and 143, all 300 KB arrive, the last line is the cancelled result", async () => {
+    const runs = await Promise.all((["SIGINT", "SIGTERM"] as const).map((signal) => {
+      const log = join(dir, `${signal}.log`);
+      const cfg = fixtureConfig(dir, { fx: { FIXTURE_LOG: log } });
+      const script = scriptFile(`${signal}.json`, [{ text: LONG_TEXT, toolCalls: [{ name: "fx__slow", arguments: { ms: 30_000 } }] }, { text: "unused" }]);
+      return behindSlowReader(["run", "--json", "--mcp-config", cfg, "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script }, {
+        delayMs: 1000,
+        async whileRunning(pid) {
+          assert.ok(await until(() => existsSync(log) && readFileSync(log, "utf8").includes('"slow"'), 30_000), "the slow tool was called");
+          process.kill(pid, signal);
+        },
+      });
+    }));
+    for (const [run, code] of [[runs[0]!, 130], [runs[1]!, 143]] as const) {
+      assert.equal(run.code, code, run.stderr);
+      const result = checkJsonStream(run);
+      assert.equal(result["type"], "result");
+      assert.equal(result["stopReason"], "cancelled");
+    }
   });
 
   test("| head -n 1: the agent ends at once with 141 when the reader goes, no EPIPE trace on stderr", async () => {
