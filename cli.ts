@@ -23,6 +23,7 @@ import { createRegistry } from "./lib/mcp/registry.ts";
 import { configSecrets, redact, redactEvent } from "./lib/redact.ts";
 import { killAllServers } from "./lib/mcp/stdio.ts";
 import type { McpServerConfig, ToolRegistry } from "./lib/mcp/types.ts";
+import { FLUSH_TIMEOUT_MS, trackedOutput } from "./lib/output.ts";
 import { VERSION } from "./lib/version.ts";
 
 const USAGE = `sprout-agent ${VERSION}: an LLM agent whose lifecycle MCP servers can steer
@@ -36,7 +37,9 @@ Options:
   --mcp-config FILE   MCP servers in the .mcp.json shape (default: ./.mcp.json when it exists)
   --json              one JSON event per line on stdout; the last line is the result
 
-Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 130/143 after SIGINT/SIGTERM.
+Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 130/143 after SIGINT/SIGTERM,
+141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
+(giving up once it has taken nothing for 5 s).
 
 Environment (default in brackets):
 ${CONFIG_VARIABLES.map((v) => `  ${v.name.padEnd(34)} ${v.meaning} [${v.default}]`).join("\n")}
@@ -44,6 +47,41 @@ ${CONFIG_VARIABLES.map((v) => `  ${v.name.padEnd(34)} ${v.meaning} [${v.default}
 
 /** API keys and configured header values: redacted from everything printed (guarantee 6). */
 let secrets: string[] = [];
+
+// Every byte for stdout and stderr goes through these writers, and every exit goes through
+// exit() below, which waits for them to flush: a pipe holds 64 KiB, and process.exit() drops
+// what the runtime still queues (Bun lost 260 KB of 310 KB behind a slow reader).
+// A closed stdout (`cli.ts run --json … | head -1`) ends the run quietly, as SIGPIPE would.
+let stdoutLost: number | undefined;
+const stdout = trackedOutput(process.stdout, {
+  onClosed: (error: NodeJS.ErrnoException) => {
+    stdoutLost = error.code === "EPIPE" ? 141 : 1;
+    exit(stdoutLost);
+  },
+});
+const stderr = trackedOutput(process.stderr);
+let exiting = false;
+
+/**
+ * Ends the process with `code` once stdout and stderr are flushed, or once the reader has
+ * taken no output for FLUSH_TIMEOUT_MS (5 s; then output is lost: a 0 becomes 1, with a line
+ * on stderr). Stdio servers are killed first. A later call is ignored, except that a stdout
+ * closed while flushing turns a 0 into 141 (EPIPE) or 1. process.exit() is explicit so a
+ * stdin reader or a keep-alive socket cannot hold the process open. (Deno writes pipes
+ * synchronously: there a reader that never reads holds the process until it closes the pipe.)
+ */
+function exit(code: number): void {
+  if (exiting) return;
+  exiting = true;
+  killAllServers();
+  void Promise.all([stdout.flush(FLUSH_TIMEOUT_MS), stderr.flush(FLUSH_TIMEOUT_MS)]).then(([flushed]) => {
+    if (!flushed) {
+      process.stderr.write(`sprout-agent: Cannot flush stdout: the reader took no output for ${FLUSH_TIMEOUT_MS / 1000} s, ${stdout.pending} writes lost\n`);
+    }
+    const lost = stdoutLost ?? (flushed ? undefined : 1);
+    process.exit(code === 0 && lost !== undefined ? lost : code);
+  });
+}
 
 interface RunArgs {
   mcpConfig: string | undefined;
@@ -117,15 +155,15 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
   let midLine = false;
   const running = new Map<string, { args: Record<string, unknown>; timer: ReturnType<typeof setTimeout> }>();
   const line = (text: string) => {
-    if (midLine) process.stdout.write("\n");
+    if (midLine) stdout.write("\n");
     midLine = false;
-    process.stdout.write(`${text}\n`);
+    stdout.write(`${text}\n`);
   };
   return {
     event(e) {
       switch (e.type) {
         case "text-delta":
-          process.stdout.write(e.text);
+          stdout.write(e.text);
           midLine = !e.text.endsWith("\n");
           break;
         case "tool-start": {
@@ -161,9 +199,9 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
           ));
           break;
         case "warning":
-          if (midLine) process.stdout.write("\n");
+          if (midLine) stdout.write("\n");
           midLine = false;
-          process.stderr.write(err.yellow(`warning: ${e.message}\n`));
+          stderr.write(err.yellow(`warning: ${e.message}\n`));
           break;
         case "round-start":
           break;
@@ -197,7 +235,7 @@ async function run(args: string[]): Promise<number> {
 
   const model = createModel(config);
   const json = parsed.json;
-  const emitJson = (value: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(redactEvent(value as { type: string }, secrets))}\n`);
+  const emitJson = (value: Record<string, unknown>) => stdout.write(`${JSON.stringify(redactEvent(value as { type: string }, secrets))}\n`);
   const printer = json ? undefined : humanPrinter();
   const human = printer === undefined ? undefined : {
     event: (e: AgentEvent) => printer.event(redactEvent(e, secrets)),
@@ -211,11 +249,15 @@ async function run(args: string[]): Promise<number> {
   const sessionId = crypto.randomUUID();
   const controller = new AbortController();
   let signalled: "SIGINT" | "SIGTERM" | undefined;
+  let signals = 0;
   const onSignal = (name: "SIGINT" | "SIGTERM") => () => {
-    if (signalled !== undefined) {
-      killAllServers();
-      process.exit(name === "SIGINT" ? 130 : 143);
-    }
+    // The first signal cancels the run; a second exits without waiting for it to wind down,
+    // still flushing output; a third exits at once. Output already being flushed (the run is
+    // over) keeps flushing.
+    signals++;
+    if (signals >= 3) process.exit(name === "SIGINT" ? 130 : 143);
+    if (signals === 2) return exit(name === "SIGINT" ? 130 : 143);
+    if (exiting) return;
     signalled = name;
     controller.abort();
   };
@@ -259,7 +301,7 @@ async function run(args: string[]): Promise<number> {
     } catch (error) {
       const message = redact(error instanceof Error ? error.message : String(error), secrets);
       if (json) emitJson({ type: "error", message });
-      else process.stderr.write(`error: ${message}\n`);
+      else stderr.write(`error: ${message}\n`);
       return 1;
     }
     if (json) {
@@ -284,48 +326,39 @@ async function run(args: string[]): Promise<number> {
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined) {
-    process.stderr.write(USAGE);
+    stderr.write(USAGE);
     return 2;
   }
   if (command === "--help" || command === "-h" || command === "help") {
-    process.stdout.write(USAGE);
+    stdout.write(USAGE);
     return 0;
   }
   if (command === "--version" || command === "-V") {
-    process.stdout.write(`sprout-agent ${VERSION}\n`);
+    stdout.write(`sprout-agent ${VERSION}\n`);
     return 0;
   }
   // `--help` counts only before `--`: after it, everything is the prompt.
   const flags = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest;
   if (flags.includes("--help") || flags.includes("-h")) {
-    process.stdout.write(USAGE);
+    stdout.write(USAGE);
     return 0;
   }
   if (command === "run") return await run(rest);
   if (command === "acp") {
     if (rest.length > 0) throw new AgentError("usage", `Unexpected argument ${JSON.stringify(rest[0])}: acp takes no arguments (see --help)`);
     const { serveAcp } = await import("./lib/acp.ts");
-    return await serveAcp({ env: process.env, stdin: process.stdin, stdout: process.stdout });
+    // serveAcp writes process.stdout itself and resolves once what it wrote is flushed.
+    return await serveAcp({ env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
   }
   throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: use run or acp (see --help)`);
 }
 
-// A closed stdout (`cli.ts run --json … | head -1`) ends the run quietly, as SIGPIPE would.
-process.stdout.on("error", (error: NodeJS.ErrnoException) => {
-  killAllServers();
-  process.exit(error.code === "EPIPE" ? 141 : 1);
-});
-
 main(process.argv.slice(2)).then(
-  (code) => {
-    killAllServers();
-    // Exit explicitly: a stdin reader or keep-alive socket must not hold the process open.
-    process.stdout.write("", () => process.exit(code));
-  },
+  (code) => exit(code),
   (error: unknown) => {
-    killAllServers();
     const usage = error instanceof AgentError && (error.code === "config" || error.code === "usage");
     const text = usage || error instanceof AgentError ? (error as Error).message : error instanceof Error ? error.stack ?? error.message : String(error);
-    process.stderr.write(`sprout-agent: ${redact(text, secrets)}\n`, () => process.exit(usage ? 2 : 1));
+    stderr.write(`sprout-agent: ${redact(text, secrets)}\n`);
+    exit(usage ? 2 : 1);
   },
 );

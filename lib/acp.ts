@@ -17,6 +17,7 @@ import { readLines } from "./lines.ts";
 import { createModel } from "./llm/model.ts";
 import { AgentSession } from "./loop.ts";
 import { createRegistry } from "./mcp/registry.ts";
+import { FLUSH_TIMEOUT_MS, redirectConsole, type TrackedOutput, trackedOutput } from "./output.ts";
 import type { McpEra, ToolRegistry } from "./mcp/types.ts";
 import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./acp-params.ts";
 import { sessionUpdates } from "./acp-updates.ts";
@@ -28,10 +29,15 @@ export { RPC_ERRORS } from "./acp-params.ts";
 /** The ACP protocol version this agent speaks. */
 export const ACP_PROTOCOL_VERSION = 1;
 
-/** A text sink such as `process.stdout` or `process.stderr`. */
+/**
+ * A text sink such as `process.stdout` or `process.stderr`. A `write` declared with a second
+ * parameter (Node's `Writable.write(chunk, callback)`) must call it once the chunk is handed
+ * to the OS or failed: {@link serveAcp} waits for the last one before it resolves, so exiting
+ * right after loses nothing. A `write(chunk)` is taken as synchronous.
+ */
 export interface TextSink {
   /** Writes one whole line (a JSON-RPC message or a log line, `\n` included); the return value is ignored. */
-  write(chunk: string): unknown;
+  write(chunk: string, callback?: (error?: Error | null) => void): unknown;
   /** Used, when present, to swallow `EPIPE` once the client has gone. */
   on?(event: "error", listener: (error: Error) => void): unknown;
 }
@@ -58,14 +64,18 @@ export interface AcpOptions {
 
 /**
  * Serves ACP until stdin ends or SIGTERM arrives; then cancels every session, closes every
- * MCP server (no orphan processes) and resolves with the exit code.
+ * MCP server (no orphan processes), waits for what it wrote to stdout and stderr to be flushed
+ * (giving up, with a line on stderr, once the client has taken no output for 5 s) and resolves
+ * with the exit code. While it serves, every console method that writes to stdout (`console.log`, `info`,
+ * `debug`, `dir`, `table`…, from any module) writes to `stderr` instead: stdout carries
+ * JSON-RPC only.
  * @returns `0` after stdin EOF or SIGTERM, `130` after SIGINT, `2` when the configuration is
  *   invalid (the message goes to stderr and stdin is never read)
  * @example
  * const code = await serveAcp({ env: process.env, stdin: process.stdin, stdout: process.stdout });
  */
 export async function serveAcp(options: AcpOptions): Promise<number> {
-  const stderr = options.stderr ?? process.stderr;
+  const stderr = trackedOutput(options.stderr ?? process.stderr);
   const readFile = options.readFile ?? ((path: string) => readFileSync(path, "utf8"));
   let config: Config;
   try {
@@ -73,9 +83,16 @@ export async function serveAcp(options: AcpOptions): Promise<number> {
     createModel(config, { readFile, env: options.env }); // surfaces a missing key or a bad script now
   } catch (error) {
     stderr.write(`sprout-agent: ${redact((error as Error).message)}\n`);
+    await stderr.flush(FLUSH_TIMEOUT_MS);
     return 2;
   }
-  return await new AcpServer(options, config, readFile, stderr).serve();
+  const restoreConsole = redirectConsole((line) => stderr.write(line));
+  try {
+    return await new AcpServer(options, config, readFile, stderr).serve();
+  } finally {
+    restoreConsole();
+    await stderr.flush(FLUSH_TIMEOUT_MS);
+  }
 }
 
 type Id = string | number | null;
@@ -92,7 +109,9 @@ class AcpServer {
   readonly #options: AcpOptions;
   readonly #config: Config;
   readonly #readFile: (path: string) => string;
-  readonly #stderr: TextSink;
+  readonly #stderr: TrackedOutput;
+  /** The one writer of stdout. */
+  readonly #stdout: TrackedOutput;
   readonly #sessions = new Map<string, SessionState>();
   /** Requests still being handled (session/new connecting servers, prompts running). */
   readonly #inflight = new Set<Promise<void>>();
@@ -101,10 +120,13 @@ class AcpServer {
   /** API keys and every header value and credential variable clients gave: never sent or logged. */
   readonly #secrets = new Set<string>();
   #closing = false;
-  #outClosed = false;
 
-  constructor(options: AcpOptions, config: Config, readFile: (path: string) => string, stderr: TextSink) {
+  constructor(options: AcpOptions, config: Config, readFile: (path: string) => string, stderr: TrackedOutput) {
     this.#options = options;
+    // A write that fails (EPIPE once the client has gone) closes it: later messages are dropped.
+    this.#stdout = trackedOutput(options.stdout, {
+      onClosed: (error) => this.#log(`Cannot write to stdout: ${error.message}`),
+    });
     this.#config = config;
     this.#readFile = readFile;
     this.#stderr = stderr;
@@ -112,9 +134,6 @@ class AcpServer {
   }
 
   async serve(): Promise<number> {
-    this.#options.stdout.on?.("error", () => {
-      this.#outClosed = true;
-    });
     let stopWith!: (code: number) => void;
     const stopped = new Promise<number>((resolve) => (stopWith = resolve));
     const onTerm = () => stopWith(0);
@@ -144,6 +163,10 @@ class AcpServer {
     const code = await Promise.race([reading, stopped]);
     try {
       await this.#shutdown();
+      // Responses still queued behind a slow reader (a pipe holds 64 KiB) reach it before exit.
+      if (!(await this.#stdout.flush(FLUSH_TIMEOUT_MS))) {
+        this.#log(`Cannot flush stdout: the client took no output for ${FLUSH_TIMEOUT_MS / 1000} s, ${this.#stdout.pending} messages lost`);
+      }
     } finally {
       if (handleSignals) {
         process.off("SIGTERM", onTerm);
@@ -170,13 +193,7 @@ class AcpServer {
 
   /** The one writer of stdout: one `write` per message, so lines never interleave. */
   #send(message: Record<string, unknown>): void {
-    if (this.#outClosed) return;
-    try {
-      this.#options.stdout.write(`${JSON.stringify(message)}\n`);
-    } catch (error) {
-      this.#outClosed = true;
-      this.#log(`Cannot write to stdout: ${(error as Error).message}`);
-    }
+    this.#stdout.write(`${JSON.stringify(message)}\n`);
   }
 
   #error(id: Id, code: number, message: string): void {
@@ -306,18 +323,18 @@ class AcpServer {
       ...(this.#options.fetch === undefined ? {} : { fetch: this.#options.fetch }),
       onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
     });
+    const display = (name: string) => servers.find((s) => s.name === name)?.displayName ?? name;
+    const problems = failures.map((f) => {
+      // The registry's message already names the server (by its sanitised name).
+      const detail = f.message.replace(`Cannot start server ${JSON.stringify(f.server)}: `, "");
+      return `Cannot start server ${JSON.stringify(display(f.server))}: ${detail}`;
+    });
+    // Diagnostics go to stderr as well as into the error: a client may not show the error.
+    for (const problem of problems) this.#log(`[${sessionId}] ${problem}`);
     if (failures.length > 0 || this.#closing) {
       await registry.close().catch(() => {});
       if (failures.length === 0) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
-      const display = (name: string) => servers.find((s) => s.name === name)?.displayName ?? name;
-      throw new RpcError(
-        RPC_ERRORS.agent,
-        failures.map((f) => {
-          // The registry's message already names the server (by its sanitised name).
-          const detail = f.message.replace(`Cannot start server ${JSON.stringify(f.server)}: `, "");
-          return `Cannot start server ${JSON.stringify(display(f.server))}: ${detail}`;
-        }).join("; "),
-      );
+      throw new RpcError(RPC_ERRORS.agent, problems.join("; "));
     }
     const model = createModel(this.#config, {
       readFile: this.#readFile,

@@ -113,13 +113,14 @@ describe("acp: protocol errors and session rules", () => {
     assert.match(reply.error.message, /command/);
   });
 
-  test("session/new fails with an error naming a server that cannot start", async () => {
+  test("session/new fails with an error naming a server that cannot start, also written to stderr", async () => {
     const reply = await agent.request("session/new", {
       cwd: dir.path,
       mcpServers: [{ name: "GitHub MCP", command: "/nonexistent/sprout-missing-server", args: [], env: [] }],
     });
     assert.equal(reply.error.code, -32000);
     assert.match(reply.error.message, /"GitHub MCP"/);
+    assert.ok(await eventually(() => agent.stderr().includes(reply.error.message)), `stderr: ${agent.stderr()}`);
   });
 
   test("session/prompt on an unknown session is answered -32602 unknown session", async () => {
