@@ -7,7 +7,7 @@
 
 import { type Config, hooksEnabledFor } from "./config.ts";
 import { AgentError, isAbortError } from "./errors.ts";
-import type { AgentEvent, PromptResult } from "./events.ts";
+import { type AgentEvent, NO_REFUSAL_EXPLANATION, type PromptResult } from "./events.ts";
 import { HookRunner, injectionItems } from "./hooks.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
 import { eventStream, type EventStream } from "./stream.ts";
@@ -180,6 +180,7 @@ export class AgentSession {
           maxOutputTokens: config.maxOutputTokens,
           signal,
           onTextDelta: (delta) => this.#emit({ type: "text-delta", text: delta }),
+          onThinkingDelta: (delta) => this.#emit({ type: "thinking-delta", text: delta }),
           onRetry: ({ attempt, delayMs, reason }) =>
             this.#emit({ type: "warning", message: `LLM request failed (${reason}); retry ${attempt} in ${delayMs} ms` }),
         });
@@ -206,6 +207,7 @@ export class AgentSession {
         // A response cut off by the length limit never has its tool calls run (SPEC 6.6).
         this.#pushAssistant(response, []);
         const stop = mapStop(response);
+        if (stop === "refusal") return { ...finish(stop), refusal: response.refusal ?? NO_REFUSAL_EXPLANATION };
         if (stop !== "end_turn") return finish(stop);
         // The _Stop gate (SPEC section 7).
         if (objectedLast) return finish("end_turn");
@@ -263,13 +265,17 @@ export class AgentSession {
     }
   }
 
+  /**
+   * Appends the response as an assistant item with the calls the loop kept. `calls` is always
+   * a prefix of the response's calls, in order, some with a new id or name (prepareToolCalls),
+   * so the native content goes with it unchanged: the wire client keeps its tool-call blocks
+   * in step with `toolCalls` and resends every other block (thinking, unknown types) as is.
+   */
   #pushAssistant(response: LlmResponse, calls: ToolCall[]): void {
-    if (response.text.trim() === "" && calls.length === 0 && response.native === undefined) return;
+    const hasNative = (response.native?.content.length ?? 0) > 0;
+    if (response.text.trim() === "" && calls.length === 0 && !hasNative) return;
     const item: HistoryItem = { role: "assistant", text: response.text, toolCalls: calls };
-    // Native content is resent as is, so only when the calls are exactly the provider's own.
-    if (response.native !== undefined && calls.length === response.toolCalls.length && calls.every((c, i) => c === response.toolCalls[i])) {
-      item.native = response.native;
-    }
+    if (response.native !== undefined && hasNative) item.native = response.native;
     this.history.push(item);
   }
 }
