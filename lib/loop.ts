@@ -207,7 +207,10 @@ export class AgentSession {
         // A response cut off by the length limit never has its tool calls run (SPEC 6.6).
         this.#pushAssistant(response, []);
         const stop = mapStop(response);
-        if (stop === "refusal") return { ...finish(stop), refusal: response.refusal ?? NO_REFUSAL_EXPLANATION };
+        if (stop === "refusal") {
+          this.#forgetPrompt(text);
+          return { ...finish(stop), refusal: response.refusal ?? NO_REFUSAL_EXPLANATION };
+        }
         if (stop !== "end_turn") return finish(stop);
         // The _Stop gate (SPEC section 7).
         if (objectedLast) return finish("end_turn");
@@ -263,6 +266,21 @@ export class AgentSession {
       });
       if (signal.aborted) return finish("cancelled");
     }
+  }
+
+  /**
+   * Drops the refused prompt and everything after it from history: ACP's `refusal` stop
+   * reason promises the client that "the user prompt and everything that comes after it won't
+   * be included in the next prompt", and Anthropic asks callers to reset the context after a
+   * refusal, which the model would otherwise keep refusing. The prompt is found as the last
+   * user item with its text (a compaction in between re-appends it).
+   */
+  #forgetPrompt(text: string): void {
+    let i = this.history.length - 1;
+    while (i >= 0 && !(this.history[i]!.role === "user" && (this.history[i] as { text: string }).text === text)) i--;
+    if (i < 0) return;
+    this.history.length = i;
+    if (i === 0 && this.originalTask === text) this.originalTask = undefined;
   }
 
   /**

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import { loadConfig } from "../lib/config.ts";
 import { resultUpdates, sessionUpdates } from "../lib/acp-updates.ts";
-import { anthropicBody, createAnthropicModel } from "../lib/llm/anthropic.ts";
+import { anthropicBody, createAnthropicModel, toAnthropicMessages } from "../lib/llm/anthropic.ts";
 import { fakeRedactedThinkingData, fakeThinkingSignature } from "../lib/llm/validate.ts";
 import { type FakeTurn, startFakeLlm, validateAnthropicRequest } from "../lib/testing.ts";
 import type { HistoryItem, LlmRequest, ToolDef } from "../lib/types.ts";
@@ -88,12 +88,61 @@ describe("Anthropic client: thinking and unknown blocks", () => {
     }
   });
 
+  test("native tool_use blocks follow toolCalls: renamed ids and names applied, dropped calls removed, other blocks untouched", () => {
+    const call = (id: string, name = "fs__read") => ({ type: "tool_use", id, name, input: { path: id } });
+    const native = [thinkingBlock("t"), call("a b"), { type: "future", x: 1 }, call("b", "bad.name"), call("c"), call("d")];
+    const history: HistoryItem[] = [
+      { role: "user", text: "go" },
+      {
+        role: "assistant",
+        text: "",
+        // What the loop kept: "a b" renamed, the bad name mapped, "c" and "d" dropped (past the limit).
+        toolCalls: [{ id: "call_sprout_1", name: "fs__read", arguments: { path: "a b" } }, { id: "b", name: "invalid_tool_name", arguments: { path: "b" } }],
+        native: { provider: "anthropic", content: native },
+      },
+    ];
+    const [, assistant] = toAnthropicMessages(history, true);
+    assert.equal(
+      JSON.stringify(assistant!.content),
+      JSON.stringify([thinkingBlock("t"), { type: "tool_use", id: "call_sprout_1", name: "fs__read", input: { path: "a b" } }, { type: "future", x: 1 }, { type: "tool_use", id: "b", name: "invalid_tool_name", input: { path: "b" } }]),
+    );
+    // Without tools the calls become text; thinking and unknown blocks stay.
+    const [, bare] = toAnthropicMessages(history, false);
+    assert.deepEqual(bare!.content.map((b) => b["type"]), ["thinking", "text", "future", "text"]);
+    // A thinking block without a signature (cut off) or ending a message is left out.
+    const cut: HistoryItem[] = [
+      { role: "user", text: "go" },
+      { role: "assistant", text: "x", toolCalls: [], native: { provider: "anthropic", content: [thinkingBlock("t"), { type: "text", text: "x" }, { type: "thinking", thinking: "half", signature: "" }] } },
+      { role: "assistant", text: "", toolCalls: [], native: { provider: "anthropic", content: [thinkingBlock("only")] } },
+      { role: "user", text: "next" },
+    ];
+    assert.deepEqual(toAnthropicMessages(cut, true).map((m) => m.content.map((b) => b["type"])), [["text"], ["thinking", "text"], ["text"]]);
+  });
+
   test("the budget is sent as thinking {type: enabled, budget_tokens} on turns, never on a compaction summary", () => {
     const base: LlmRequest = { system: "", history: [{ role: "user", text: "hi" }], tools: [], maxOutputTokens: 4096 };
     assert.deepEqual(anthropicBody(base, "m", { thinkingBudgetTokens: 2048 })["thinking"], { type: "enabled", budget_tokens: 2048 });
     assert.equal(anthropicBody(base, "m")["thinking"], undefined, "off by default");
     assert.equal(anthropicBody({ ...base, purpose: "summary" }, "m", { thinkingBudgetTokens: 2048 })["thinking"], undefined);
     assert.equal(anthropicBody({ ...base, maxOutputTokens: 2048 }, "m", { thinkingBudgetTokens: 2048 })["thinking"], undefined);
+  });
+
+  test("a turn that opened without thinking (then a _Stop injection) is sent without thinking, so the API accepts it", () => {
+    const injected = (native?: Block[]): HistoryItem[] => [
+      { role: "user", text: "go" },
+      { role: "assistant", text: "Done.", toolCalls: [], ...(native === undefined ? {} : { native: { provider: "anthropic", content: native } }) },
+      { role: "assistant", text: "", toolCalls: [{ id: "sprout_hook__Stop_fx_0", name: "fx___Stop", arguments: {} }] },
+      { role: "tool", toolCallId: "sprout_hook__Stop_fx_0", content: [{ type: "text", text: '{"hook":"_Stop","server":"fx","text":"no"}' }], isError: false },
+    ];
+    const body = (history: HistoryItem[]) => anthropicBody({ system: "", history, tools: [TOOL], maxOutputTokens: 4096 }, "m", { thinkingBudgetTokens: 2048 });
+    const bare = body(injected([{ type: "text", text: "Done." }]));
+    assert.equal(bare["thinking"], undefined);
+    assert.deepEqual(validateAnthropicRequest(bare), []);
+    const thought = body(injected([thinkingBlock("ok"), { type: "text", text: "Done." }]));
+    assert.deepEqual(thought["thinking"], { type: "enabled", budget_tokens: 2048 });
+    assert.deepEqual(validateAnthropicRequest(thought), []);
+    // Forced on, the turn without thinking is what the API refuses.
+    assert.match(validateAnthropicRequest({ ...bare, thinking: { type: "enabled", budget_tokens: 2048 } })[0]!, /Expected `thinking` or `redacted_thinking`, but found `text`/);
   });
 
   test("SPROUT_AGENT_THINKING_BUDGET_TOKENS: unset or 0 is off; below 1024 or not below the output limit is refused naming it", () => {
@@ -191,7 +240,7 @@ describe("the loop with thinking: history keeps every block, hook injection stay
         wire: "anthropic",
         env: { SPROUT_AGENT_THINKING_BUDGET_TOKENS: "1024" },
         responses: [
-          { thinking: "Echo twice.", toolCalls: [{ name: "fx__echo", arguments: { text: "1" }, id: "bad id!" }, { name: "fx__echo", arguments: { text: "2" }, id: "toolu_ok" }] },
+          { thinking: "Echo twice.", blocks: SERVER_BLOCKS, toolCalls: [{ name: "fx__echo", arguments: { text: "1" }, id: "bad id!" }, { name: "fx__echo", arguments: { text: "2" }, id: "toolu_ok" }] },
           { thinking: "Now a long one.", text: "Writing", toolCalls: [{ name: "fx__echo", arguments: { text: "x".repeat(40) } }], truncateInToolCall: true },
           { thinking: "Next prompt.", text: "fine" },
         ],
@@ -201,6 +250,7 @@ describe("the loop with thinking: history keeps every block, hook injection stay
         assert.equal((await runPrompt(t.session, "again")).result.stopReason, "end_turn");
         const first = assistantContents(t.llm.requests[1]!.body)[0]!;
         assert.equal(JSON.stringify(first[0]), JSON.stringify(thinkingBlock("Echo twice.")));
+        assert.equal(JSON.stringify(first.slice(1, 1 + SERVER_BLOCKS.length)), JSON.stringify(SERVER_BLOCKS), "unknown blocks resent as they came");
         const ids = first.filter((b) => b["type"] === "tool_use").map((b) => b["id"]);
         assert.match(String(ids[0]), /^call_sprout_\d+$/);
         assert.equal(ids[1], "toolu_ok");
@@ -257,12 +307,15 @@ describe("refusals show their explanation", () => {
   };
   const explanation = "This request was declined because it could enable cyber harm. (category: cyber)";
 
-  test("stop_details.explanation reaches the prompt result; without one a fixed text says so", async () => {
+  test("stop_details.explanation reaches the prompt result (without one a fixed text says so); the refused prompt leaves history", async () => {
     await withSession({ wire: "anthropic", servers: [], responses: [refusal, { text: "x", stop: "refusal" }] }, async (t) => {
       assert.deepEqual((await runPrompt(t.session, "hack")).result.refusal, explanation);
       const second = (await runPrompt(t.session, "again")).result;
       assert.equal(second.stopReason, "refusal");
       assert.equal(second.refusal, "the model declined the request and gave no explanation");
+      // ACP: "the user prompt and everything that comes after it won't be included in the next prompt".
+      assert.deepEqual(messagesOf(t.llm.requests[1]!.body), [{ role: "user", content: [{ type: "text", text: "again" }] }]);
+      assert.deepEqual(t.session.history, []);
     });
   });
 

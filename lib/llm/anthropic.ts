@@ -89,7 +89,11 @@ export function createAnthropicModel(options: AnthropicOptions): Model {
 /**
  * The request body sent for `request` (exported for tests). `options.thinkingBudgetTokens`
  * (default 0 = off) adds `thinking: {type: "enabled", budget_tokens}` to a turn request whose
- * `max_tokens` is above the budget; never to a compaction summary (`purpose: "summary"`).
+ * `max_tokens` is above the budget; never to a compaction summary (`purpose: "summary"`), nor
+ * to a request whose current assistant turn opens without a thinking block (a response that
+ * came without one, then a tool call or an injected `_Stop` call): with thinking on, the API
+ * refuses that turn ("a final `assistant` message must start with a thinking block … To avoid
+ * this requirement, disable `thinking`"), and a signed block cannot be made up.
  */
 export function anthropicBody(
   request: LlmRequest,
@@ -99,11 +103,12 @@ export function anthropicBody(
   const hasTools = request.tools.length > 0;
   const body: Record<string, unknown> = { model, max_tokens: request.maxOutputTokens, stream: true };
   const budget = options.thinkingBudgetTokens ?? 0;
-  if (budget > 0 && request.purpose !== "summary" && budget < request.maxOutputTokens) {
+  const messages = toAnthropicMessages(request.history, hasTools);
+  if (budget > 0 && request.purpose !== "summary" && budget < request.maxOutputTokens && turnOpensWithThinking(messages)) {
     body["thinking"] = { type: "enabled", budget_tokens: budget };
   }
   if (request.system.trim() !== "") body["system"] = request.system;
-  body["messages"] = toAnthropicMessages(request.history, hasTools);
+  body["messages"] = messages;
   if (hasTools) {
     body["tools"] = request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
   }
@@ -196,6 +201,19 @@ function assistantBlocks(item: Extract<HistoryItem, { role: "assistant" }>, hasT
   }
   for (const call of item.toolCalls.slice(next)) blocks.push(callBlock(call));
   return blocks;
+}
+
+/**
+ * True unless the assistant turn in progress (the messages after the last user message that
+ * is not only tool results) starts with an assistant message whose first block is not thinking.
+ */
+function turnOpensWithThinking(messages: readonly AnthropicMessage[]): boolean {
+  let start = 0;
+  messages.forEach((m, i) => {
+    if (m.role === "user" && m.content.some((b) => b["type"] !== "tool_result")) start = i + 1;
+  });
+  const opener = messages[start];
+  return opener === undefined || (opener.content[0] !== undefined && isThinking(opener.content[0]));
 }
 
 function isThinking(block: Block): boolean {
