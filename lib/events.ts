@@ -70,7 +70,8 @@ export interface PromptResult {
   durationMs: number;
   /**
    * Present exactly when `stopReason` is `refusal`: the provider's explanation for the user
-   * (Anthropic `stop_details.explanation` and its category; OpenAI the `refusal` text), or
+   * (`LlmResponse.refusal`: Anthropic `stop_details.explanation` and its category; else the
+   * response's text when none of it was streamed, as with OpenAI's `refusal` field), or
    * {@link NO_REFUSAL_EXPLANATION} when it gave none.
    */
   refusal?: string;

@@ -171,6 +171,7 @@ export class AgentSession {
       const tools: ToolDef[] = await this.#registry.listTools();
       this.#emit({ type: "round-start", round: rounds + 1 });
       const sentBytes = this.#compactor.historyBytes(this.history);
+      let streamedText = false;
       let response: LlmResponse;
       try {
         response = await this.#model.complete({
@@ -179,7 +180,10 @@ export class AgentSession {
           tools,
           maxOutputTokens: config.maxOutputTokens,
           signal,
-          onTextDelta: (delta) => this.#emit({ type: "text-delta", text: delta }),
+          onTextDelta: (delta) => {
+            streamedText = true;
+            this.#emit({ type: "text-delta", text: delta });
+          },
           onThinkingDelta: (delta) => this.#emit({ type: "thinking-delta", text: delta }),
           onRetry: ({ attempt, delayMs, reason }) =>
             this.#emit({ type: "warning", message: `LLM request failed (${reason}); retry ${attempt} in ${delayMs} ms` }),
@@ -209,7 +213,9 @@ export class AgentSession {
         const stop = mapStop(response);
         if (stop === "refusal") {
           this.#forgetPrompt(text);
-          return { ...finish(stop), refusal: response.refusal ?? NO_REFUSAL_EXPLANATION };
+          // A refusal text that never streamed (OpenAI's `refusal` field) is the explanation.
+          const unseen = streamedText ? "" : response.text.trim();
+          return { ...finish(stop), refusal: response.refusal ?? (unseen === "" ? NO_REFUSAL_EXPLANATION : unseen) };
         }
         if (stop !== "end_turn") return finish(stop);
         // The _Stop gate (SPEC section 7).

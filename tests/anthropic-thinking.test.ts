@@ -13,7 +13,9 @@ import { resultUpdates, sessionUpdates } from "../lib/acp-updates.ts";
 import { anthropicBody, createAnthropicModel, toAnthropicMessages } from "../lib/llm/anthropic.ts";
 import { fakeRedactedThinkingData, fakeThinkingSignature } from "../lib/llm/validate.ts";
 import { type FakeTurn, startFakeLlm, validateAnthropicRequest } from "../lib/testing.ts";
-import type { HistoryItem, LlmRequest, ToolDef } from "../lib/types.ts";
+import type { HistoryItem, LlmRequest, LlmResponse, Model, ToolDef } from "../lib/types.ts";
+import { AgentSession } from "../lib/loop.ts";
+import { createRegistry } from "../lib/mcp/registry.ts";
 import { messagesOf, runPrompt, withSession } from "./helpers/session.ts";
 import { runCli } from "./helpers/cli.ts";
 import { spawnAgent } from "./helpers/acp.ts";
@@ -317,6 +319,31 @@ describe("refusals show their explanation", () => {
       assert.deepEqual(messagesOf(t.llm.requests[1]!.body), [{ role: "user", content: [{ type: "text", text: "again" }] }]);
       assert.deepEqual(t.session.history, []);
     });
+  });
+
+  test("a refusal text the user never saw streamed (OpenAI's refusal field) is the explanation", async () => {
+    const config = loadConfig({}, () => "");
+    const { registry } = await createRegistry([], { sessionId: "s", initTimeoutMs: 1000, maxLineBytes: 1 << 20 });
+    const replies: LlmResponse[] = [
+      { text: "I can't help with that.", toolCalls: [], stop: "refusal" },
+      { text: "Partial answ", toolCalls: [], stop: "refusal" },
+    ];
+    let n = 0;
+    const model: Model = {
+      name: "test",
+      complete: (request) => {
+        const reply = replies[n++]!;
+        if (n === 2) request.onTextDelta?.(reply.text); // streamed: partial output, not an explanation
+        return Promise.resolve(reply);
+      },
+    };
+    try {
+      const session = new AgentSession({ config, model, registry });
+      assert.equal((await runPrompt(session, "x")).result.refusal, "I can't help with that.");
+      assert.equal((await runPrompt(session, "y")).result.refusal, "the model declined the request and gave no explanation");
+    } finally {
+      await registry.close();
+    }
   });
 
   test("ACP: thinking is an agent_thought_chunk; a refusal sends its explanation as agent_message_chunk", () => {
