@@ -143,6 +143,15 @@ describe("Anthropic client: thinking and unknown blocks", () => {
     const thought = body(injected([thinkingBlock("ok"), { type: "text", text: "Done." }]));
     assert.deepEqual(thought["thinking"], { type: "enabled", budget_tokens: 2048 });
     assert.deepEqual(validateAnthropicRequest(thought), []);
+    // A paused turn that thought unasked, sent back with thinking off: its thinking is left out.
+    const paused = anthropicBody({
+      system: "",
+      history: [{ role: "user", text: "go" }, { role: "assistant", text: "Sear", toolCalls: [], native: { provider: "anthropic", content: [thinkingBlock("p"), { type: "text", text: "Sear" }] } }],
+      tools: [TOOL],
+      maxOutputTokens: 4096,
+    }, "m");
+    assert.deepEqual(validateAnthropicRequest(paused), []);
+    assert.deepEqual(assistantContents(paused), [[{ type: "text", text: "Sear" }]]);
     // Forced on, the turn without thinking is what the API refuses.
     assert.match(validateAnthropicRequest({ ...bare, thinking: { type: "enabled", budget_tokens: 2048 } })[0]!, /Expected `thinking` or `redacted_thinking`, but found `text`/);
   });

@@ -93,7 +93,9 @@ export function createAnthropicModel(options: AnthropicOptions): Model {
  * to a request whose current assistant turn opens without a thinking block (a response that
  * came without one, then a tool call or an injected `_Stop` call): with thinking on, the API
  * refuses that turn ("a final `assistant` message must start with a thinking block … To avoid
- * this requirement, disable `thinking`"), and a signed block cannot be made up.
+ * this requirement, disable `thinking`"), and a signed block cannot be made up. Without
+ * thinking, a final assistant message (a paused turn) is sent without its thinking blocks,
+ * which the API refuses there.
  */
 export function anthropicBody(
   request: LlmRequest,
@@ -106,6 +108,13 @@ export function anthropicBody(
   const messages = toAnthropicMessages(request.history, hasTools);
   if (budget > 0 && request.purpose !== "summary" && budget < request.maxOutputTokens && turnOpensWithThinking(messages)) {
     body["thinking"] = { type: "enabled", budget_tokens: budget };
+  }
+  const last = messages[messages.length - 1];
+  if (body["thinking"] === undefined && last?.role === "assistant") {
+    // "When thinking is disabled, an `assistant` message in the final position cannot contain
+    // `thinking`" (a paused turn sent back by an endpoint that thought unasked).
+    last.content = last.content.filter((b) => !isThinking(b));
+    if (last.content.length === 0) messages.pop();
   }
   if (request.system.trim() !== "") body["system"] = request.system;
   body["messages"] = messages;
