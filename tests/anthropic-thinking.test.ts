@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import { loadConfig } from "../lib/config.ts";
 import { resultUpdates, sessionUpdates } from "../lib/acp-updates.ts";
-import { anthropicBody, createAnthropicModel, toAnthropicMessages } from "../lib/llm/anthropic.ts";
+import { anthropicBody, createAnthropicModel, fromAnthropicMessage, toAnthropicMessages } from "../lib/llm/anthropic.ts";
 import { fakeRedactedThinkingData, fakeThinkingSignature } from "../lib/llm/validate.ts";
 import { type FakeTurn, startFakeLlm, validateAnthropicRequest } from "../lib/testing.ts";
 import type { HistoryItem, LlmRequest, LlmResponse, Model, ToolDef } from "../lib/types.ts";
@@ -88,6 +88,20 @@ describe("Anthropic client: thinking and unknown blocks", () => {
     } finally {
       await llm.close();
     }
+  });
+
+  test("a non-streamed answer keeps its blocks the same way and reads the refusal's stop_details", () => {
+    const content = [thinkingBlock("t"), ...SERVER_BLOCKS, { type: "text", text: "Hello.." }];
+    const reply = fromAnthropicMessage({
+      content,
+      stop_reason: "refusal",
+      stop_details: { type: "refusal", category: null, explanation: "Declined for safety." },
+      usage: { input_tokens: 1, output_tokens: 1 },
+    });
+    assert.equal(JSON.stringify(reply.native?.content), JSON.stringify(content));
+    assert.equal(reply.stop, "refusal");
+    assert.equal(reply.refusal, "Declined for safety.");
+    assert.equal(fromAnthropicMessage({ content: [], stop_reason: "refusal", stop_details: { type: "refusal", category: "cyber", explanation: null } }).refusal, "declined (category: cyber)");
   });
 
   test("native tool_use blocks follow toolCalls: renamed ids and names applied, dropped calls removed, other blocks untouched", () => {
