@@ -148,20 +148,40 @@ function firstLine(text: string, max = 160): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
-/** Prints events for people: streamed text, one line per tool call and hook objection. */
+/**
+ * Prints events for people: streamed text, one line per tool call and hook objection. The
+ * model's thinking goes to stderr, dimmed and marked `∴`, so it is never mistaken for (or
+ * piped with) the answer; a refusal's explanation gets a line of its own.
+ */
 function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptResult) => void } {
   const out = painter(process.stdout);
   const err = painter(process.stderr);
   let midLine = false;
+  let thinking: "no" | "line-start" | "mid-line" = "no";
   const running = new Map<string, { args: Record<string, unknown>; timer: ReturnType<typeof setTimeout> }>();
+  const endThinking = () => {
+    if (thinking === "mid-line") stderr.write("\n");
+    thinking = "no";
+  };
   const line = (text: string) => {
+    endThinking();
     if (midLine) stdout.write("\n");
     midLine = false;
     stdout.write(`${text}\n`);
   };
   return {
     event(e) {
+      if (e.type !== "thinking-delta") endThinking();
       switch (e.type) {
+        case "thinking-delta": {
+          if (e.text === "") break;
+          if (midLine) stdout.write("\n");
+          midLine = false;
+          const start = thinking === "no" ? "∴ " : "";
+          stderr.write(err.dim(`${start}${e.text}`));
+          thinking = e.text.endsWith("\n") ? "line-start" : "mid-line";
+          break;
+        }
         case "text-delta":
           stdout.write(e.text);
           midLine = !e.text.endsWith("\n");
@@ -208,6 +228,7 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
       }
     },
     result(r) {
+      if (r.refusal !== undefined) line(out.yellow(`⊘ refused: ${r.refusal}`));
       line(out.dim(
         `■ ${r.stopReason} · ${r.rounds} round${r.rounds === 1 ? "" : "s"} · ${r.toolCalls} tool call${r.toolCalls === 1 ? "" : "s"} · ` +
           `${r.objections} objection${r.objections === 1 ? "" : "s"} · ${seconds(r.durationMs)}`,
@@ -239,7 +260,7 @@ async function run(args: string[]): Promise<number> {
   const printer = json ? undefined : humanPrinter();
   const human = printer === undefined ? undefined : {
     event: (e: AgentEvent) => printer.event(redactEvent(e, secrets)),
-    result: (r: PromptResult) => printer.result(r),
+    result: (r: PromptResult) => printer.result(r.refusal === undefined ? r : { ...r, refusal: redact(r.refusal, secrets) }),
   };
   const warn = (message: string) => {
     if (json) emitJson({ type: "warning", message });
@@ -292,8 +313,10 @@ async function run(args: string[]): Promise<number> {
     const session = new AgentSession({ config, model, registry, id: sessionId });
     const runHandle = session.prompt(prompt, { signal: controller.signal });
     for await (const event of runHandle) {
-      if (json) emitJson(event as unknown as Record<string, unknown>);
-      else human!.event(event);
+      // Thinking is not answer text and not one of the --json event types (SPEC section 11).
+      if (json) {
+        if (event.type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
+      } else human!.event(event);
     }
     let result: PromptResult;
     try {
@@ -313,6 +336,7 @@ async function run(args: string[]): Promise<number> {
         objections: result.objections,
         usage: result.usage,
         durationMs: result.durationMs,
+        ...(result.refusal === undefined ? {} : { refusal: result.refusal }),
       });
     } else human!.result(result);
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;

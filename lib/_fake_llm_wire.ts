@@ -4,6 +4,8 @@
  * @module
  */
 
+import { fakeRedactedThinkingData, fakeThinkingSignature } from "./llm/validate.ts";
+
 /** How one normal response streams. */
 export interface StreamShape {
   /** Write every byte of the stream separately. */
@@ -43,6 +45,22 @@ export interface FakeReply extends StreamShape {
   toolCallStream?: "openai" | "ollama" | "ollama-no-index";
   /** On the Chat Completions wire, streamed or not, send each tool call's `arguments` as a JSON object instead of a string. */
   argumentsAsObject?: boolean;
+  /**
+   * Anthropic only: a `thinking` block first, streamed as `thinking_delta` pieces and one
+   * `signature_delta` (the signature the validator checks), as the API does with thinking on.
+   */
+  thinking?: string;
+  /** Anthropic only: a `redacted_thinking` block (after `thinking`) whose `data` is made from this seed. */
+  redactedThinking?: string;
+  /**
+   * Anthropic only: content blocks sent as they are, after the thinking and before the text:
+   * blocks with an `input` stream it as `input_json_delta` (`server_tool_use`), text blocks
+   * stream their `citations` as `citations_delta` then their text; others arrive whole
+   * (`web_search_tool_result`, any future type).
+   */
+  blocks?: Record<string, unknown>[];
+  /** Anthropic only, with `stop: "refusal"`: the `stop_details` sent (`type: "refusal"` added). */
+  stopDetails?: { category?: string | null; explanation?: string | null };
 }
 
 /** Wire options of the whole fake. */
@@ -130,6 +148,31 @@ export function anthropicEvents(turn: FakeReply, body: Record<string, unknown>, 
   }, { event: "ping", data: { type: "ping" } }];
   let index = 0;
   let paused = false;
+  const delta = (d: Record<string, unknown>) => ({ event: "content_block_delta", data: { type: "content_block_delta", index, delta: d } });
+  const stop = () => out.push({ event: "content_block_stop", data: { type: "content_block_stop", index: index++ } });
+  if (turn.thinking !== undefined) {
+    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } } });
+    for (const piece of pieces(turn.thinking)) out.push(delta({ type: "thinking_delta", thinking: piece }));
+    out.push(delta({ type: "signature_delta", signature: fakeThinkingSignature(turn.thinking) }));
+    stop();
+  }
+  if (turn.redactedThinking !== undefined) {
+    const block = { type: "redacted_thinking", data: fakeRedactedThinkingData(turn.redactedThinking) };
+    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: block } });
+    stop();
+  }
+  for (const raw of turn.blocks ?? []) {
+    const hasInput = typeof raw["input"] === "object" && raw["input"] !== null;
+    const start = raw["type"] === "text" ? { type: "text", text: "" } : hasInput ? { ...raw, input: {} } : raw;
+    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: start } });
+    if (raw["type"] === "text") {
+      for (const citation of Array.isArray(raw["citations"]) ? raw["citations"] : []) out.push(delta({ type: "citations_delta", citation }));
+      for (const piece of pieces(String(raw["text"] ?? ""))) out.push(delta({ type: "text_delta", text: piece }));
+    } else if (hasInput) {
+      for (const piece of pieces(JSON.stringify(raw["input"]))) out.push(delta({ type: "input_json_delta", partial_json: piece }));
+    }
+    stop();
+  }
   if ((turn.text ?? "") !== "") {
     out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: { type: "text", text: "" } } });
     for (const piece of pieces(turn.text ?? "")) {
@@ -151,10 +194,9 @@ export function anthropicEvents(turn: FakeReply, body: Record<string, unknown>, 
     out.push({ event: "content_block_stop", data: { type: "content_block_stop", index } });
     index++;
   });
-  out.push({
-    event: "message_delta",
-    data: { type: "message_delta", delta: { stop_reason: stopOf(turn, "anthropic"), stop_sequence: null }, usage: { output_tokens: usage["output_tokens"] } },
-  });
+  const messageDelta: Record<string, unknown> = { stop_reason: stopOf(turn, "anthropic"), stop_sequence: null };
+  if (turn.stopDetails !== undefined) messageDelta["stop_details"] = { type: "refusal", ...turn.stopDetails };
+  out.push({ event: "message_delta", data: { type: "message_delta", delta: messageDelta, usage: { output_tokens: usage["output_tokens"] } } });
   out.push({ event: "message_stop", data: { type: "message_stop" } });
   return out;
 }
@@ -162,6 +204,9 @@ export function anthropicEvents(turn: FakeReply, body: Record<string, unknown>, 
 /** A non-streamed Messages API response for `turn`. */
 export function anthropicJson(turn: FakeReply, body: Record<string, unknown>, idBase: number): Record<string, unknown> {
   const content: unknown[] = [];
+  if (turn.thinking !== undefined) content.push({ type: "thinking", thinking: turn.thinking, signature: fakeThinkingSignature(turn.thinking) });
+  if (turn.redactedThinking !== undefined) content.push({ type: "redacted_thinking", data: fakeRedactedThinkingData(turn.redactedThinking) });
+  content.push(...(turn.blocks ?? []));
   if ((turn.text ?? "") !== "") content.push({ type: "text", text: turn.text });
   for (const call of callsOf(turn, idBase, "toolu_fake_")) {
     let input: unknown = {};
@@ -178,6 +223,7 @@ export function anthropicJson(turn: FakeReply, body: Record<string, unknown>, id
     content,
     stop_reason: stopOf(turn, "anthropic"),
     stop_sequence: null,
+    ...(turn.stopDetails === undefined ? {} : { stop_details: { type: "refusal", ...turn.stopDetails } }),
     usage: anthropicUsage(turn),
   };
 }

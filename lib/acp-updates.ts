@@ -1,10 +1,11 @@
 /**
- * Loop events → ACP `session/update` payloads (issue 5): streamed text, tool calls with their
- * status, and a one-line thought when a hook objects. Hook calls never become tool calls.
+ * Loop events → ACP `session/update` payloads (issue 5): streamed text, the model's thinking as
+ * `agent_thought_chunk`, tool calls with their status, and a one-line thought when a hook
+ * objects. Hook calls never become tool calls.
  * @module
  */
 
-import type { AgentEvent } from "./events.ts";
+import type { AgentEvent, PromptResult } from "./events.ts";
 
 /** One `session/update` payload (the `update` field), `sessionUpdate` first. */
 export type SessionUpdate = { sessionUpdate: string } & Record<string, unknown>;
@@ -19,6 +20,10 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
     case "text-delta":
       return {
         updates: event.text === "" ? [] : [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: event.text } }],
+      };
+    case "thinking-delta":
+      return {
+        updates: event.text === "" ? [] : [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: event.text } }],
       };
     case "tool-start":
       return {
@@ -64,6 +69,19 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
     case "round-start":
       return { updates: [] };
   }
+}
+
+/**
+ * The updates sent after a prompt ends, before its `session/prompt` response: for a refusal,
+ * its explanation as an `agent_message_chunk`, since the `refusal` stop reason alone carries
+ * no text (ACP asks agents without the client's `session.notices` capability to use an agent
+ * message for information the user should see).
+ * @example resultUpdates({ stopReason: "refusal", refusal: "no", rounds: 1, toolCalls: 0, objections: 0, usage: { inputTokens: 0, outputTokens: 0 }, durationMs: 1 })
+ * // [{sessionUpdate: "agent_message_chunk", content: {type: "text", text: "\n\nRefused: no\n"}}]
+ */
+export function resultUpdates(result: PromptResult): SessionUpdate[] {
+  if (result.stopReason !== "refusal" || result.refusal === undefined) return [];
+  return [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `\n\nRefused: ${result.refusal}\n` } }];
 }
 
 /** The first non-blank line of `text`, at most 200 characters. */

@@ -20,7 +20,7 @@ import { createRegistry } from "./mcp/registry.ts";
 import { FLUSH_TIMEOUT_MS, redirectConsole, type TrackedOutput, trackedOutput } from "./output.ts";
 import type { McpEra, ToolRegistry } from "./mcp/types.ts";
 import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./acp-params.ts";
-import { sessionUpdates } from "./acp-updates.ts";
+import { resultUpdates, sessionUpdates } from "./acp-updates.ts";
 import { configSecrets, redact, redactEvent } from "./redact.ts";
 import { AGENT_NAME, VERSION } from "./version.ts";
 
@@ -367,6 +367,8 @@ class AcpServer {
       const run = session.agent.prompt(text, { signal: controller.signal });
       for await (const event of run) this.#onEvent(session.id, event);
       const result = await run.result;
+      const refusal = result.refusal === undefined ? {} : { refusal: redact(result.refusal, this.#secrets) };
+      for (const update of resultUpdates({ ...result, ...refusal })) this.#notify(session.id, update);
       return { stopReason: result.stopReason };
     } finally {
       session.controller = undefined;

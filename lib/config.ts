@@ -108,6 +108,13 @@ export interface Config {
    * 4194304, at least 1024 (SPEC sections 9 and 11).
    */
   maxLineBytes: number;
+  /**
+   * `SPROUT_AGENT_THINKING_BUDGET_TOKENS`: Anthropic extended thinking, sent as
+   * `thinking: {type: "enabled", budget_tokens}` on every turn request; default `0` = off.
+   * When set, at least 1024 and less than {@link Config.maxOutputTokens}, as the Messages API
+   * requires. Other providers ignore it.
+   */
+  thinkingBudgetTokens: number;
 }
 
 /** The built-in system prompt. */
@@ -142,6 +149,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
   { name: "SPROUT_AGENT_STOP_MAX_REJECTIONS", default: "3", meaning: "_Stop objections per session, 0 = never call _Stop" },
   { name: "MCP_HOOK_SERVERS", default: "(unset: hooks off)", meaning: "* or comma-separated server names" },
   { name: "SPROUT_AGENT_MAX_LINE_BYTES", default: "4194304", meaning: "largest JSON-RPC line accepted" },
+  { name: "SPROUT_AGENT_THINKING_BUDGET_TOKENS", default: "0", meaning: "Anthropic extended thinking budget, 0 = off, else 1024 to max output tokens - 1" },
 ];
 
 /**
@@ -262,6 +270,19 @@ export function loadConfig(env: Env, readFile: (path: string) => string): Config
       `Invalid SPROUT_AGENT_MAX_CONTEXT_TOKENS: ${maxContextTokens} must be greater than SPROUT_AGENT_MAX_OUTPUT_TOKENS (${maxOutputTokens})`,
     );
   }
+  const thinkingBudgetTokens = integer(env, "SPROUT_AGENT_THINKING_BUDGET_TOKENS", 0, 0);
+  if (thinkingBudgetTokens > 0 && thinkingBudgetTokens < 1024) {
+    throw new AgentError(
+      "config",
+      `Invalid SPROUT_AGENT_THINKING_BUDGET_TOKENS: ${thinkingBudgetTokens} must be 0 (off) or at least 1024, the Messages API's minimum`,
+    );
+  }
+  if (thinkingBudgetTokens >= maxOutputTokens) {
+    throw new AgentError(
+      "config",
+      `Invalid SPROUT_AGENT_THINKING_BUDGET_TOKENS: ${thinkingBudgetTokens} must be less than SPROUT_AGENT_MAX_OUTPUT_TOKENS (${maxOutputTokens})`,
+    );
+  }
   // Timeouts become timers: a longer one would fire at once.
   const maxSeconds = Math.floor(MAX_TIMER_MS / 1000);
   const config: Config = {
@@ -292,6 +313,7 @@ export function loadConfig(env: Env, readFile: (path: string) => string): Config
     stopMaxRejections: integer(env, "SPROUT_AGENT_STOP_MAX_REJECTIONS", 3, 0),
     hookServers: parseHookServers(env["MCP_HOOK_SERVERS"]),
     maxLineBytes: integer(env, "SPROUT_AGENT_MAX_LINE_BYTES", 4194304, 1024),
+    thinkingBudgetTokens,
   };
   return config;
 }

@@ -16,6 +16,12 @@ export type AgentEvent =
   | { type: "round-start"; round: number }
   /** Assistant text as it streams in. */
   | { type: "text-delta"; text: string }
+  /**
+   * The model's reasoning as it streams in (Anthropic extended thinking), never part of the
+   * answer: the CLI shows it dimmed on stderr, ACP sends it as `agent_thought_chunk`, and
+   * `--json` leaves it out (its event types are pinned by SPEC section 11).
+   */
+  | { type: "thinking-delta"; text: string }
   /** The LLM asked for a tool; `name` is the qualified name it used. */
   | { type: "tool-start"; id: string; name: string; arguments: Record<string, unknown> }
   /**
@@ -62,4 +68,14 @@ export interface PromptResult {
   usage: Usage;
   /** Wall-clock time of the prompt in milliseconds, by the session's `now` clock. */
   durationMs: number;
+  /**
+   * Present exactly when `stopReason` is `refusal`: the provider's explanation for the user
+   * (`LlmResponse.refusal`: Anthropic `stop_details.explanation` and its category; else the
+   * response's text when none of it was streamed, as with OpenAI's `refusal` field), or
+   * {@link NO_REFUSAL_EXPLANATION} when it gave none.
+   */
+  refusal?: string;
 }
+
+/** The `refusal` of a {@link PromptResult} when the provider gave no explanation. */
+export const NO_REFUSAL_EXPLANATION = "the model declined the request and gave no explanation";

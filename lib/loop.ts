@@ -7,7 +7,7 @@
 
 import { type Config, hooksEnabledFor } from "./config.ts";
 import { AgentError, isAbortError } from "./errors.ts";
-import type { AgentEvent, PromptResult } from "./events.ts";
+import { type AgentEvent, NO_REFUSAL_EXPLANATION, type PromptResult } from "./events.ts";
 import { HookRunner, injectionItems } from "./hooks.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
 import { eventStream, type EventStream } from "./stream.ts";
@@ -174,6 +174,7 @@ export class AgentSession {
 
       this.#emit({ type: "round-start", round: rounds + 1 });
       const sentBytes = this.#compactor.requestBytes(this.history, tools);
+      let streamedText = false;
       let response: LlmResponse;
       try {
         response = await this.#model.complete({
@@ -182,7 +183,11 @@ export class AgentSession {
           tools,
           maxOutputTokens: config.maxOutputTokens,
           signal,
-          onTextDelta: (delta) => this.#emit({ type: "text-delta", text: delta }),
+          onTextDelta: (delta) => {
+            streamedText = true;
+            this.#emit({ type: "text-delta", text: delta });
+          },
+          onThinkingDelta: (delta) => this.#emit({ type: "thinking-delta", text: delta }),
           onRetry: ({ attempt, delayMs, reason }) =>
             this.#emit({ type: "warning", message: `LLM request failed (${reason}); retry ${attempt} in ${delayMs} ms` }),
         });
@@ -209,6 +214,12 @@ export class AgentSession {
         // A response cut off by the length limit never has its tool calls run (SPEC 6.6).
         this.#pushAssistant(response, []);
         const stop = mapStop(response);
+        if (stop === "refusal") {
+          this.#forgetPrompt(text);
+          // A refusal text that never streamed (OpenAI's `refusal` field) is the explanation.
+          const unseen = streamedText ? "" : response.text.trim();
+          return { ...finish(stop), refusal: response.refusal ?? (unseen === "" ? NO_REFUSAL_EXPLANATION : unseen) };
+        }
         if (stop !== "end_turn") return finish(stop);
         // The _Stop gate (SPEC section 7).
         if (objectedLast) return finish("end_turn");
@@ -266,13 +277,32 @@ export class AgentSession {
     }
   }
 
+  /**
+   * Drops the refused prompt and everything after it from history: ACP's `refusal` stop
+   * reason promises the client that "the user prompt and everything that comes after it won't
+   * be included in the next prompt", and Anthropic asks callers to reset the context after a
+   * refusal, which the model would otherwise keep refusing. The prompt is found as the last
+   * user item with its text (a compaction in between re-appends it).
+   */
+  #forgetPrompt(text: string): void {
+    let i = this.history.length - 1;
+    while (i >= 0 && !(this.history[i]!.role === "user" && (this.history[i] as { text: string }).text === text)) i--;
+    if (i < 0) return;
+    this.history.length = i;
+    if (i === 0 && this.originalTask === text) this.originalTask = undefined;
+  }
+
+  /**
+   * Appends the response as an assistant item with the calls the loop kept. `calls` is always
+   * a prefix of the response's calls, in order, some with a new id or name (prepareToolCalls),
+   * so the native content goes with it unchanged: the wire client keeps its tool-call blocks
+   * in step with `toolCalls` and resends every other block (thinking, unknown types) as is.
+   */
   #pushAssistant(response: LlmResponse, calls: ToolCall[]): void {
-    if (response.text.trim() === "" && calls.length === 0 && response.native === undefined) return;
+    const hasNative = (response.native?.content.length ?? 0) > 0;
+    if (response.text.trim() === "" && calls.length === 0 && !hasNative) return;
     const item: HistoryItem = { role: "assistant", text: response.text, toolCalls: calls };
-    // Native content is resent as is, so only when the calls are exactly the provider's own.
-    if (response.native !== undefined && calls.length === response.toolCalls.length && calls.every((c, i) => c === response.toolCalls[i])) {
-      item.native = response.native;
-    }
+    if (response.native !== undefined && hasNative) item.native = response.native;
     this.history.push(item);
   }
 }

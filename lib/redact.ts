@@ -118,6 +118,6 @@ export function configSecrets(
  * lose anything after a credential name.
  */
 export function redactEvent<T extends { type: string }>(event: T, secrets: Iterable<string | undefined>): T {
-  const ownText = event.type === "text-delta" || event.type === "tool-start" || event.type === "tool-end";
+  const ownText = event.type === "text-delta" || event.type === "thinking-delta" || event.type === "tool-start" || event.type === "tool-end";
   return redactValue(event, secrets, { patterns: !ownText });
 }

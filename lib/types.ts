@@ -40,8 +40,12 @@ export type HistoryItem =
     text: string;
     toolCalls: ToolCall[];
     /**
-     * Provider-native content to resend unchanged (Anthropic `pause_turn`, SPEC section 6.5).
-     * Only the client named in `provider` uses it; others fall back to `text`/`toolCalls`.
+     * The response's content in the provider's own shape, resent unchanged so that blocks the
+     * agent does not interpret survive: Anthropic `thinking` and `redacted_thinking` with their
+     * signatures, `server_tool_use`, text with `citations`, any future type, and a `pause_turn`
+     * response (SPEC section 6.5). `toolCalls` stays authoritative for the calls: the wire client
+     * keeps the native tool-call blocks in step with it (the loop may rename an id or a name,
+     * or drop calls). Only the client named in `provider` uses it; others use `text`/`toolCalls`.
      */
     native?: { provider: string; content: unknown[] };
   }
@@ -89,6 +93,11 @@ export interface LlmRequest {
   signal?: AbortSignal;
   /** Called with each text delta as it streams in. */
   onTextDelta?: (text: string) => void;
+  /**
+   * Called with each piece of the model's reasoning as it streams in (Anthropic
+   * `thinking_delta`). Never part of the answer text.
+   */
+  onThinkingDelta?: (text: string) => void;
   /** Called before each retry wait with the attempt number (1-based) and the delay. */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
   /** Marks a compaction summary request (the scripted model answers it without a turn). */
@@ -105,8 +114,16 @@ export interface LlmResponse {
   stop: ProviderStop;
   /** Absent when the provider reported none. */
   usage?: Usage;
-  /** Provider-native assistant content, kept for `pause_turn` continuations. */
+  /**
+   * The assistant content in the provider's own shape, in order and unchanged (Anthropic:
+   * every content block, `thinking` and unknown types included); see `HistoryItem.native`.
+   */
   native?: { provider: string; content: unknown[] };
+  /**
+   * With `stop: "refusal"`: the provider's explanation for the user, when it gave one
+   * (Anthropic `stop_details.explanation`, with its `category`; OpenAI the `refusal` text).
+   */
+  refusal?: string;
   /**
    * Tool calls whose arguments were not a valid JSON object, by call id, with the reason.
    * Such a call is still listed in `toolCalls` (arguments `{}`) so that history stays valid;

@@ -1,7 +1,8 @@
 /**
- * Reading an Anthropic Messages API response: the SSE event stream (text and `input_json_delta`
- * assembly, usage with cache fields, stop mapping of SPEC section 6.5, error events) or a
- * non-streamed JSON message. Used by `anthropic.ts`.
+ * Reading an Anthropic Messages API response: the SSE event stream (every content block
+ * assembled from its deltas and kept in order, usage with cache fields, stop mapping of SPEC
+ * section 6.5, the refusal's `stop_details`, error events) or a non-streamed JSON message.
+ * Used by `anthropic.ts`.
  * @module
  */
 
@@ -53,18 +54,34 @@ interface Assembling {
   hasJson: boolean;
 }
 
+/** Callbacks of {@link readAnthropicStream}. */
+export interface AnthropicStreamHandlers {
+  /** Called with each answer text delta. */
+  onTextDelta?: ((text: string) => void) | undefined;
+  /** Called with each `thinking_delta` (the model's reasoning, never answer text). */
+  onThinkingDelta?: ((text: string) => void) | undefined;
+}
+
 /**
- * Reads a Messages API event stream into a response, calling `onTextDelta` as text arrives.
+ * Reads a Messages API event stream into a response, calling the handlers as text and
+ * thinking arrive. Every content block is assembled from its `content_block_start` and its
+ * deltas (`text_delta`, `input_json_delta` for `tool_use` and server tool blocks,
+ * `thinking_delta`, `signature_delta`, `citations_delta`) and kept in order in
+ * `native`, so that `thinking`, `redacted_thinking` and types the agent does not know are
+ * resent unchanged.
+ * @param handlers the handlers, or just `onTextDelta`
  * @throws {AttemptError} for an `error` event (retryable when it is an overload, rate-limit or
  *   server error) and for a stream that ends before `message_stop` (retryable)
  */
 export async function readAnthropicStream(
   events: AsyncIterable<SseEvent>,
-  onTextDelta?: (text: string) => void,
+  handlers?: ((text: string) => void) | AnthropicStreamHandlers,
 ): Promise<LlmResponse> {
+  const { onTextDelta, onThinkingDelta } = typeof handlers === "function" ? { onTextDelta: handlers, onThinkingDelta: undefined } : handlers ?? {};
   const blocks = new Map<number, Assembling>();
   let usage: { input: number; output: number; seen: boolean } = { input: 0, output: 0, seen: false };
   let stopReason: unknown;
+  let stopDetails: unknown;
   let stopped = false;
   for await (const event of events) {
     if (event.event === "ping" || event.data === "") continue;
@@ -84,6 +101,7 @@ export async function readAnthropicStream(
       const block = { ...(data["content_block"] as Block) };
       blocks.set(index, { block, text: typeof block["text"] === "string" ? block["text"] : "", json: "", hasJson: false });
       if (block["type"] === "text" && typeof block["text"] === "string" && block["text"] !== "") onTextDelta?.(block["text"]);
+      if (block["type"] === "thinking" && typeof block["thinking"] === "string" && block["thinking"] !== "") onThinkingDelta?.(block["thinking"]);
     } else if (type === "content_block_delta") {
       const current = blocks.get(Number(data["index"]));
       const delta = data["delta"] as Record<string, unknown> | undefined;
@@ -96,12 +114,18 @@ export async function readAnthropicStream(
         current.hasJson = true;
       } else if (delta["type"] === "thinking_delta" && typeof delta["thinking"] === "string") {
         current.block["thinking"] = String(current.block["thinking"] ?? "") + delta["thinking"];
+        if (delta["thinking"] !== "") onThinkingDelta?.(delta["thinking"]);
       } else if (delta["type"] === "signature_delta" && typeof delta["signature"] === "string") {
-        current.block["signature"] = delta["signature"];
+        current.block["signature"] = String(current.block["signature"] ?? "") + delta["signature"];
+      } else if (delta["type"] === "citations_delta" && delta["citation"] !== undefined) {
+        const prior = Array.isArray(current.block["citations"]) ? current.block["citations"] as unknown[] : [];
+        current.block["citations"] = [...prior, delta["citation"]];
       }
     } else if (type === "message_delta") {
       const delta = data["delta"] as Record<string, unknown> | undefined;
       if (delta !== undefined && "stop_reason" in delta) stopReason = delta["stop_reason"];
+      // The docs put stop_details "on the message_delta event alongside stop_reason".
+      stopDetails = delta?.["stop_details"] ?? data["stop_details"] ?? stopDetails;
       usage = readUsage(data["usage"] as Record<string, unknown> | undefined, usage);
     } else if (type === "message_stop") {
       stopped = true;
@@ -109,10 +133,15 @@ export async function readAnthropicStream(
     }
   }
   if (!stopped) throw new AttemptError("stream ended before message_stop", { retryable: true });
-  return assemble([...blocks.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b), stopReason, usage);
+  return assemble([...blocks.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b), stopReason, usage, stopDetails);
 }
 
-function assemble(parts: Assembling[], stopReason: unknown, usage: { input: number; output: number; seen: boolean }): LlmResponse {
+function assemble(
+  parts: Assembling[],
+  stopReason: unknown,
+  usage: { input: number; output: number; seen: boolean },
+  stopDetails: unknown,
+): LlmResponse {
   const stop = mapAnthropicStop(stopReason);
   const toolCalls: ToolCall[] = [];
   const argumentErrors: Record<string, string> = {};
@@ -122,6 +151,7 @@ function assemble(parts: Assembling[], stopReason: unknown, usage: { input: numb
     const block = part.block;
     if (block["type"] === "text") {
       text += part.text;
+      // The API refuses blank text blocks on the way back in.
       if (part.text.trim() !== "") native.push({ ...block, text: part.text });
     } else if (block["type"] === "tool_use") {
       const id = String(block["id"] ?? "");
@@ -135,13 +165,33 @@ function assemble(parts: Assembling[], stopReason: unknown, usage: { input: numb
       }
       toolCalls.push({ id, name: String(block["name"] ?? ""), arguments: args });
       native.push({ ...block, input: args });
+    } else if (part.hasJson) {
+      // A server tool call (`server_tool_use`, `mcp_tool_use`…) streams its input like tool_use.
+      const parsed = parseArguments(part.json);
+      native.push({ ...block, input: parsed.ok ? parsed.value : block["input"] ?? {} });
     } else native.push(block);
   }
-  const response: LlmResponse = { text, toolCalls, stop };
+  const response: LlmResponse = { text, toolCalls, stop, native: { provider: "anthropic", content: native } };
   if (usage.seen) response.usage = { inputTokens: usage.input, outputTokens: usage.output };
-  if (stop === "pause_turn") response.native = { provider: "anthropic", content: native };
   if (Object.keys(argumentErrors).length > 0) response.argumentErrors = argumentErrors;
+  if (stop === "refusal") {
+    const refusal = refusalText(stopDetails);
+    if (refusal !== undefined) response.refusal = refusal;
+  }
   return response;
+}
+
+/**
+ * The user-facing text of Anthropic `stop_details` (`{type: "refusal", category, explanation}`,
+ * either of the last two may be null): the explanation, with the category after it.
+ */
+function refusalText(details: unknown): string | undefined {
+  if (typeof details !== "object" || details === null) return undefined;
+  const d = details as Record<string, unknown>;
+  const explanation = typeof d["explanation"] === "string" && d["explanation"].trim() !== "" ? d["explanation"].trim() : undefined;
+  const category = typeof d["category"] === "string" && d["category"] !== "" ? d["category"] : undefined;
+  if (explanation === undefined) return category === undefined ? undefined : `declined (category: ${category})`;
+  return category === undefined ? explanation : `${explanation} (category: ${category})`;
 }
 
 function readUsage(
@@ -172,7 +222,7 @@ function streamError(data: Record<string, unknown>): AttemptError {
 
 /** Reads a non-streaming Messages API response (an endpoint that ignored `stream: true`). */
 export function fromAnthropicMessage(json: unknown): LlmResponse {
-  const message = json as { content?: unknown; stop_reason?: unknown; usage?: Record<string, unknown> };
+  const message = json as { content?: unknown; stop_reason?: unknown; stop_details?: unknown; usage?: Record<string, unknown> };
   if (!Array.isArray(message.content)) {
     throw new AttemptError(`unexpected response: ${clip(JSON.stringify(json), 200)}`, { retryable: false });
   }
@@ -182,5 +232,5 @@ export function fromAnthropicMessage(json: unknown): LlmResponse {
     json: "",
     hasJson: false,
   }));
-  return assemble(parts, message.stop_reason, readUsage(message.usage, { input: 0, output: 0, seen: false }));
+  return assemble(parts, message.stop_reason, readUsage(message.usage, { input: 0, output: 0, seen: false }), message.stop_details);
 }

@@ -39,6 +39,7 @@ export function createModel(config: Config, options: CreateModelOptions = {}): M
       baseUrl: config.anthropic.baseUrl,
       apiVersion: config.anthropic.apiVersion,
       timeoutMs: config.llmTimeoutMs,
+      thinkingBudgetTokens: config.thinkingBudgetTokens,
       ...fetchOption,
     });
   }

@@ -8,8 +8,16 @@
  * lobehub/lobehub#1601, #1496; vercel/ai#5171; FoundationAgents/OpenManus#23; QwenLM/qwen-code#606;
  * mcp-use/mcp-use#90; alibaba/spring-ai-alibaba#4576). Where the exact text is not public the
  * message is ours and says so with the prefix `(fake)`.
+ * The thinking rules (extended thinking, Anthropic) quote the errors reported in
+ * anthropics/claude-code#20705 and #10627, n8n-io/n8n#22550, anomalyco/opencode#3077,
+ * tailcallhq/forgecode#1853 and #2107, themaximalist/llm.js#30 and
+ * liuw1535/antigravity2api-nodejs#149. The fake signs its thinking blocks with
+ * {@link fakeThinkingSignature}; a block whose signature does not match its text was changed,
+ * and is refused as the API refuses a modified block.
  * @module
  */
+
+import { createHash } from "node:crypto";
 
 /** The tool-name pattern both APIs accept (SPEC section 5.1). */
 export const TOOL_NAME_PATTERN: RegExp = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -49,6 +57,108 @@ function schemaProblems(schema: unknown, where: string, anthropic: boolean, name
   return [];
 }
 
+const digest = (text: string): string => createHash("sha256").update(text).digest("base64");
+
+/**
+ * The signature the fake LLM gives a `thinking` block with this text (the real API's is an
+ * opaque base64 string checked server-side): `Eo` then a base64 SHA-256 of the text.
+ */
+export function fakeThinkingSignature(thinking: string): string {
+  return `Eo${digest(`sprout-fake-thinking\u0000${thinking}`)}`;
+}
+
+/** The `data` of a fake `redacted_thinking` block made from `seed`: opaque, and checked like a signature. */
+export function fakeRedactedThinkingData(seed: string): string {
+  const body = btoa(String.fromCharCode(...new TextEncoder().encode(seed)));
+  return `${body}.${digest(`sprout-fake-redacted\u0000${body}`)}`;
+}
+
+function fakeRedactedDataValid(data: string): boolean {
+  const dot = data.lastIndexOf(".");
+  return dot > 0 && data.slice(dot + 1) === digest(`sprout-fake-redacted\u0000${data.slice(0, dot)}`);
+}
+
+const isThinkingBlock = (b: unknown): boolean => isObj(b) && (b["type"] === "thinking" || b["type"] === "redacted_thinking");
+
+/**
+ * The extended-thinking rules of the Messages API: the budget, signatures, where thinking
+ * blocks may stand, and that the assistant turn of a tool-use loop starts with one when
+ * thinking is enabled (the turn runs from the last user message that is not only tool
+ * results; its tool results and later assistant messages belong to it).
+ */
+function thinkingProblems(body: Obj, messages: unknown[]): string[] {
+  const problems: string[] = [];
+  const thinking = body["thinking"];
+  const enabled = isObj(thinking) && thinking["type"] === "enabled";
+  if (enabled) {
+    const budget = thinking["budget_tokens"];
+    if (!Number.isInteger(budget)) problems.push("thinking.enabled.budget_tokens: Field required");
+    else if ((budget as number) < 1024) problems.push("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
+    else if (Number.isInteger(body["max_tokens"]) && (body["max_tokens"] as number) <= (budget as number)) {
+      problems.push(
+        "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size",
+      );
+    }
+  }
+  let turnStart = 0; // index of the first message after the last real user message
+  messages.forEach((message: unknown, i) => {
+    const m = isObj(message) ? message : {};
+    const content = typeof m["content"] === "string"
+      ? [{ type: "text", text: m["content"] }]
+      : Array.isArray(m["content"]) ? m["content"] as unknown[] : [];
+    if (m["role"] === "user") {
+      if (content.some((b) => !(isObj(b) && b["type"] === "tool_result"))) turnStart = i + 1;
+      content.forEach((b, j) => {
+        if (isThinkingBlock(b)) problems.push(`messages.${i}.content.${j}: (fake) \`thinking\` blocks may only appear in assistant messages`);
+      });
+      return;
+    }
+    if (m["role"] !== "assistant") return;
+    content.forEach((b, j) => {
+      if (!isObj(b)) return;
+      if (b["type"] === "thinking") {
+        const signature = b["signature"];
+        if (typeof signature !== "string" || signature === "") problems.push(`messages.${i}.content.${j}.thinking.signature: (fake) Field required`);
+        else if (typeof b["thinking"] !== "string" || signature !== fakeThinkingSignature(b["thinking"])) {
+          problems.push(`messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`);
+        }
+      } else if (b["type"] === "redacted_thinking") {
+        if (typeof b["data"] !== "string" || !fakeRedactedDataValid(b["data"])) {
+          problems.push(`messages.${i}.content.${j}: (fake) Invalid \`data\` in \`redacted_thinking\` block`);
+        }
+      }
+    });
+    const first = content[0];
+    if (content.some(isThinkingBlock) && !isThinkingBlock(first)) {
+      const found = isObj(first) ? String(first["type"]) : "nothing";
+      problems.push(`messages.${i}.content.0: If an assistant message contains any thinking blocks, the first block must be thinking or redacted_thinking. Found ${found}.`);
+    }
+    if (content.length > 0 && isThinkingBlock(content[content.length - 1])) {
+      problems.push(`messages.${i}: The final block in an assistant message cannot be \`thinking\`.`);
+    }
+    if (!enabled && i === messages.length - 1) {
+      const j = content.findIndex(isThinkingBlock);
+      if (j !== -1) {
+        problems.push(
+          `messages.${i}.content.${j}: When thinking is disabled, an \`assistant\` message in the final position cannot contain \`thinking\`. To use thinking blocks, enable \`thinking\` in your request.`,
+        );
+      }
+    }
+  });
+  const opener = messages[turnStart];
+  if (enabled && isObj(opener) && opener["role"] === "assistant") {
+    const content = Array.isArray(opener["content"]) ? opener["content"] as unknown[] : [];
+    const first = content[0];
+    if (!isThinkingBlock(first)) {
+      const found = isObj(first) ? String(first["type"]) : "nothing";
+      problems.push(
+        `messages.${turnStart}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${found}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`,
+      );
+    }
+  }
+  return problems;
+}
+
 function textProblem(text: unknown): string | undefined {
   if (typeof text !== "string") return "messages: text content blocks must be non-empty";
   if (text === "") return "messages: text content blocks must be non-empty";
@@ -58,7 +168,7 @@ function textProblem(text: unknown): string | undefined {
 
 /**
  * Checks a Messages API request body. Returns the problems the real API would report
- * (empty when the request is valid).
+ * (empty when the request is valid), extended thinking's rules included.
  * @example validateAnthropicRequest({model: "m", max_tokens: 10, messages: []}) // ["messages: at least one message is required"]
  */
 export function validateAnthropicRequest(body: unknown): string[] {
@@ -176,6 +286,7 @@ export function validateAnthropicRequest(body: unknown): string[] {
       `messages.${messages.length - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${previousToolUses.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
     );
   }
+  problems.push(...thinkingProblems(body, messages));
   return [...new Set(problems)];
 }
 
