@@ -199,6 +199,52 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
     }
   });
 
+  test("-32020 (header mismatch) is an error naming it, never a reason to fall back to legacy", async () => {
+    // The official v2 SDK's answer when the headers disagree with the body (HTTP 400).
+    const peer = await rawHttp((body, _req, res) =>
+      json(res, 400, {
+        jsonrpc: "2.0",
+        id: body.id,
+        error: {
+          code: -32020,
+          message: 'Bad Request: the request headers and body disagree: the Mcp-Method header carries "tools/list" but the body method is "server/discover"',
+          data: { mismatch: { header: "Mcp-Method", body: "method" } },
+        },
+      })
+    );
+    try {
+      await assert.rejects(connectMcp(http("mismatch", peer.url), options()), (e: unknown) => {
+        assert.ok(e instanceof AgentError && e.code === "mcp-connect");
+        assert.match(e.message, /^Cannot connect to server "mismatch": it refused the request's headers \(header mismatch, code -32020\): Bad Request: the request headers and body disagree/);
+        return true;
+      });
+      assert.deepEqual(peer.log.map((r) => r.body?.method), ["server/discover"], "no initialize");
+    } finally {
+      await closeServer(peer.server);
+    }
+  });
+
+  test("a JSON-RPC error with a null id answering the probe (HTTP 200) is a legacy answer at once", async () => {
+    const peer = await rawHttp((body, _req, res) => {
+      if (body === undefined) return void res.writeHead(405).end();
+      if (body.id === undefined) return void res.writeHead(202).end();
+      if (body.method === "server/discover") return json(res, 200, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request" } });
+      if (body.method === "initialize") {
+        return json(res, 200, { jsonrpc: "2.0", id: body.id, result: { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "old", version: "0" } } });
+      }
+      json(res, 200, { jsonrpc: "2.0", id: body.id, result: { tools: [] } });
+    });
+    try {
+      const started = Date.now();
+      const c = await connectMcp(http("nullid", peer.url), options({ initTimeoutMs: 3000 }));
+      assert.equal(c.era, "legacy");
+      assert.ok(Date.now() - started < 1500, `at once (took ${Date.now() - started} ms)`);
+      await c.close();
+    } finally {
+      await closeServer(peer.server);
+    }
+  });
+
   test("modern requests carry MCP-Protocol-Version, Mcp-Method, Mcp-Name and the _meta envelope; a 404 is not a lost session", async () => {
     const peer = await rawHttp((body, _req, res) => {
       if (body.id === undefined) return void res.writeHead(202).end();

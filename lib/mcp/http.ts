@@ -223,7 +223,7 @@ export class HttpTransport {
       } catch (error) {
         throw this.#failure(context, signal, error);
       }
-      this.#options.onMessage(body);
+      this.#options.onMessage(answerOf(body, context.id));
       return false;
     }
     await response.body?.cancel().catch(() => {});
@@ -330,6 +330,17 @@ function answers(message: unknown, id: unknown): boolean {
   return list.some((m) =>
     typeof m === "object" && m !== null && !("method" in m) && (m as { id?: unknown }).id === id
   );
+}
+
+/**
+ * A JSON answer to a POST: an error whose `id` is null (a server that could not read the
+ * request answers so, JSON-RPC 2.0 section 5) is the answer to that POST's request.
+ */
+function answerOf(body: unknown, id: unknown): unknown {
+  if (typeof body !== "object" || body === null || Array.isArray(body) || id === undefined) return body;
+  const message = body as { id?: unknown; error?: unknown; method?: unknown };
+  if (message.id === null && message.error !== undefined && message.method === undefined) return { ...message, id };
+  return body;
 }
 
 function parseRpcError(text: string): { code: number; message: string; data?: unknown } | undefined {
