@@ -165,6 +165,7 @@ class McpRegistry implements ToolRegistry {
     if (this.#closed) return [];
     await Promise.all(this.#servers.filter((s) => s.stale).map((s) => s.relist()));
     this.#build();
+    for (const server of this.#servers) server.used();
     return this.#defs.map((d) => ({ ...d }));
   }
 
