@@ -98,6 +98,7 @@ export class Connection implements McpConnection {
         onMessage: (m) => this.#peer.receive(m),
         onWarning: (m) => this.#warn(m),
         reinitialize: () => this.#initialize(),
+        maxBodyBytes: this.#options.maxLineBytes ?? 4_194_304,
       });
       this.#peer = this.#newPeer((m, c) => this.#http!.send(m, c));
     } else {

@@ -7,6 +7,7 @@
  */
 
 import { AgentError } from "../errors.ts";
+import { MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "../llm/body.ts";
 import { readSse } from "../llm/sse.ts";
 import { headerSecrets, redact } from "../redact.ts";
 import { JsonRpcError } from "./jsonrpc.ts";
@@ -32,6 +33,12 @@ export interface HttpTransportOptions {
    * again (a new session); the request is then retried once.
    */
   reinitialize: () => Promise<void>;
+  /**
+   * Largest JSON answer and largest SSE event, in bytes (`SPROUT_AGENT_MAX_LINE_BYTES`, as for
+   * a stdio line); default {@link MAX_BODY_BYTES}. Past it the answer is cancelled at once
+   * and the request fails naming the server.
+   */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -119,7 +126,7 @@ export class HttpTransport {
         await response.body?.cancel().catch(() => {});
         return;
       }
-      for await (const event of readSse(response.body, signal)) {
+      for await (const event of readSse(response.body, signal, { maxEventBytes: this.#maxBytes })) {
         if (event.id !== "") lastEventId = event.id;
         if (event.retry !== undefined) retryMs = event.retry;
         if (event.data.trim() === "") continue;
@@ -200,7 +207,7 @@ export class HttpTransport {
       if (id) this.#sessionId = id;
     }
     if (!response.ok) {
-      const text = await response.text().catch(() => "");
+      const text = await this.#errorText(response);
       if (response.status === 404 && sessionId !== undefined && !isInitialize && !isRetry) {
         await this.#reinitialize(sessionId);
         return true;
@@ -219,7 +226,7 @@ export class HttpTransport {
     if (type === "application/json") {
       let body: unknown;
       try {
-        body = JSON.parse(await response.text());
+        body = JSON.parse(await readBody(response.body, { maxBytes: this.#maxBytes, what: "the JSON answer" }));
       } catch (error) {
         throw this.#failure(context, signal, error);
       }
@@ -252,7 +259,7 @@ export class HttpTransport {
     for (let resumes = 0;; resumes++) {
       let answered = false;
       try {
-        for await (const event of readSse(stream, signal)) {
+        for await (const event of readSse(stream, signal, { maxEventBytes: this.#maxBytes })) {
           if (event.id !== "") lastEventId = event.id;
           if (event.retry !== undefined) retryMs = event.retry;
           if (event.data.trim() === "") continue;
@@ -296,10 +303,19 @@ export class HttpTransport {
       throw this.#failure(context, signal, error);
     }
     if (!response.ok || !response.body) {
-      const text = await response.text().catch(() => "");
+      const text = await this.#errorText(response);
       throw this.#httpError(context, response.status, text);
     }
     return response.body;
+  }
+
+  get #maxBytes(): number {
+    return this.#options.maxBodyBytes ?? MAX_BODY_BYTES;
+  }
+
+  /** The start of an error answer's body (at most {@link MAX_ERROR_BODY_BYTES}; the rest is cancelled unread). */
+  #errorText(response: Response): Promise<string> {
+    return readBody(response.body, { maxBytes: MAX_ERROR_BODY_BYTES, truncate: true }).catch(() => "");
   }
 
   #httpError(context: SendContext, status: number, text: string): AgentError {

@@ -37,7 +37,7 @@ export interface RegistryOptions {
   sessionId: string;
   /** Bound of connecting and of each `tools/list`, in ms; default 30000. */
   initTimeoutMs?: number;
-  /** Largest line accepted from a stdio server, in bytes (`SPROUT_AGENT_MAX_LINE_BYTES`); default 4194304. */
+  /** Largest line accepted from a stdio server, and largest JSON answer or SSE event from an HTTP one, in bytes (`SPROUT_AGENT_MAX_LINE_BYTES`); default 4194304. */
   maxLineBytes?: number;
   /**
    * The era each server configuration was found to speak, shared across sessions so that it

@@ -126,7 +126,7 @@ export interface McpConnectOptions {
   sessionId: string;
   /** `initialize`/`server/discover` and each `tools/list`; default 30000. */
   initTimeoutMs?: number;
-  /** Largest line accepted from a stdio server; default 4194304. */
+  /** Largest line accepted from a stdio server, and largest JSON answer or SSE event from an HTTP one, in bytes; default 4194304. */
   maxLineBytes?: number;
   /**
    * Sent as `clientInfo` in `initialize` (legacy) and as `_meta["io.modelcontextprotocol/clientInfo"]`
