@@ -101,7 +101,7 @@ describe("LLM response bodies are bounded (lib/llm/http.ts, lib/llm/body.ts)", (
     assert.ok(error instanceof AgentError, String(error));
     assert.equal(
       error.message,
-      "OpenAI-compatible request failed: the response body (application/json) is larger than 4194304 bytes (SPROUT_AGENT_MAX_LINE_BYTES); the rest was not read",
+      "OpenAI-compatible request failed: the response body (application/json) is larger than 4194304 bytes; the rest was not read",
     );
     assert.equal(attempts, 1, "not retried");
     assert.equal(record.ended, false);
@@ -126,7 +126,7 @@ describe("LLM response bodies are bounded (lib/llm/http.ts, lib/llm/body.ts)", (
     assert.ok(sse.error instanceof AgentError, String(sse.error));
     assert.equal(
       sse.error.message,
-      "OpenAI-compatible request failed: an SSE event is larger than 4194304 bytes (SPROUT_AGENT_MAX_LINE_BYTES); the rest was not read",
+      "OpenAI-compatible request failed: an SSE event is larger than 4194304 bytes; the rest was not read",
     );
     assert.equal(sse.attempts, 1, "not retried");
     assert.ok(sse.record.bytes < 16 * MiB, `server sent ${sse.record.bytes} bytes`);

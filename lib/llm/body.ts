@@ -10,7 +10,7 @@
 /**
  * Default cap of one JSON body and of one SSE event, in bytes: the default of
  * `SPROUT_AGENT_MAX_LINE_BYTES` (SPEC section 9), the largest JSON-RPC message the agent
- * accepts from a stdio server.
+ * accepts from a stdio server (MCP answers follow that variable; LLM answers use this cap).
  */
 export const MAX_BODY_BYTES = 4_194_304;
 /** How much of an error body (a non-2xx answer) is read, in bytes; the rest is cancelled unread. */
@@ -25,9 +25,9 @@ export class BodyLimitError extends Error {
   readonly limit: number;
   /** What went over it, as the message names it. */
   readonly what: string;
-  /** `what` names the body or event; `limit` is the cap in bytes. */
-  constructor(what: string, limit: number) {
-    super(`${what} is larger than ${limit} bytes (SPROUT_AGENT_MAX_LINE_BYTES); the rest was not read`);
+  /** `what` names the body or event; `limit` is the cap in bytes, set by `setting` (a variable name) if any. */
+  constructor(what: string, limit: number, setting?: string) {
+    super(`${what} is larger than ${limit} bytes${setting === undefined ? "" : ` (${setting})`}; the rest was not read`);
     this.name = "BodyLimitError";
     this.what = what;
     this.limit = limit;
@@ -42,6 +42,8 @@ export interface ReadBodyOptions {
   truncate?: boolean;
   /** Names the body in the {@link BodyLimitError}; default `"the JSON body"`. */
   what?: string;
+  /** The variable that sets `maxBytes`, named in the {@link BodyLimitError} (`SPROUT_AGENT_MAX_LINE_BYTES`). */
+  setting?: string;
 }
 
 /**
@@ -68,7 +70,7 @@ export async function readBody(body: ReadableStream<Uint8Array> | null, options:
       }
       const value = chunk.value;
       if (bytes + value.length > options.maxBytes) {
-        if (options.truncate !== true) throw new BodyLimitError(options.what ?? "the JSON body", options.maxBytes);
+        if (options.truncate !== true) throw new BodyLimitError(options.what ?? "the JSON body", options.maxBytes, options.setting);
         parts.push(decoder.decode(value.subarray(0, options.maxBytes - bytes), { stream: true }));
         break;
       }

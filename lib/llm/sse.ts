@@ -34,6 +34,8 @@ export interface SseOptions {
    * an endless event costs.
    */
   maxEventBytes?: number;
+  /** The variable that sets `maxEventBytes`, named in the {@link BodyLimitError}. */
+  setting?: string;
 }
 
 /**
@@ -45,6 +47,7 @@ export interface SseOptions {
  */
 export class SseParser {
   #max: number;
+  #setting: string | undefined;
   #buffer = "";
   #data: string[] = [];
   #dataLength = 0;
@@ -57,6 +60,7 @@ export class SseParser {
   /** An event may hold `options.maxEventBytes` (default {@link MAX_BODY_BYTES}). */
   constructor(options: SseOptions = {}) {
     this.#max = options.maxEventBytes ?? MAX_BODY_BYTES;
+    this.#setting = options.setting;
   }
 
   /** Feeds text and returns the events it completes. */
@@ -88,7 +92,7 @@ export class SseParser {
       if (event) out.push(event);
     }
     this.#buffer = this.#buffer.slice(start);
-    if (this.#buffer.length + this.#dataLength > this.#max) throw new BodyLimitError("an SSE event", this.#max);
+    if (this.#buffer.length + this.#dataLength > this.#max) throw new BodyLimitError("an SSE event", this.#max, this.#setting);
     return out;
   }
 
@@ -124,7 +128,7 @@ export class SseParser {
     if (field === "data") {
       this.#data.push(value);
       this.#dataLength += value.length + 1;
-      if (this.#dataLength > this.#max) throw new BodyLimitError("an SSE event", this.#max);
+      if (this.#dataLength > this.#max) throw new BodyLimitError("an SSE event", this.#max, this.#setting);
     }
     else if (field === "event") this.#event = value;
     else if (field === "id") {

@@ -17,6 +17,9 @@ import type { HttpServerConfig } from "./types.ts";
 /** The `_meta` key carrying the protocol version of a modern request. */
 export const PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion";
 
+/** The variable that sets the cap of an answer (as of a stdio line). */
+const LIMIT_SETTING = "SPROUT_AGENT_MAX_LINE_BYTES";
+
 /** How many times a POST's SSE stream is resumed by GET before the request fails. */
 const MAX_RESUMES = 3;
 
@@ -126,7 +129,7 @@ export class HttpTransport {
         await response.body?.cancel().catch(() => {});
         return;
       }
-      for await (const event of readSse(response.body, signal, { maxEventBytes: this.#maxBytes })) {
+      for await (const event of readSse(response.body, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })) {
         if (event.id !== "") lastEventId = event.id;
         if (event.retry !== undefined) retryMs = event.retry;
         if (event.data.trim() === "") continue;
@@ -226,7 +229,7 @@ export class HttpTransport {
     if (type === "application/json") {
       let body: unknown;
       try {
-        body = JSON.parse(await readBody(response.body, { maxBytes: this.#maxBytes, what: "the JSON answer" }));
+        body = JSON.parse(await readBody(response.body, { maxBytes: this.#maxBytes, what: "the JSON answer", setting: LIMIT_SETTING }));
       } catch (error) {
         throw this.#failure(context, signal, error);
       }
@@ -259,7 +262,7 @@ export class HttpTransport {
     for (let resumes = 0;; resumes++) {
       let answered = false;
       try {
-        for await (const event of readSse(stream, signal, { maxEventBytes: this.#maxBytes })) {
+        for await (const event of readSse(stream, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })) {
           if (event.id !== "") lastEventId = event.id;
           if (event.retry !== undefined) retryMs = event.retry;
           if (event.data.trim() === "") continue;
