@@ -42,6 +42,7 @@ export type { ConnectFn, RegistryFailure, RegistryOptions } from "./lib/mcp/regi
 export { createModel } from "./lib/llm/model.ts";
 export type { CreateModelOptions } from "./lib/llm/model.ts";
 export { readSse, SseParser } from "./lib/llm/sse.ts";
-export type { SseEvent } from "./lib/llm/sse.ts";
+export { BodyLimitError } from "./lib/llm/body.ts";
+export type { SseEvent, SseOptions } from "./lib/llm/sse.ts";
 export { serveAcp } from "./lib/acp.ts";
 export type { AcpOptions, TextSink } from "./lib/acp.ts";

@@ -5,7 +5,11 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { AgentError } from "../lib/errors.ts";
 import { createAnthropicModel } from "../lib/llm/anthropic.ts";
+import { createOpenAiModel } from "../lib/llm/openai.ts";
+import { startFloodServer } from "./helpers/flood-server.ts";
+import type { Flood } from "./helpers/flood-server.ts";
 
 /** A `fetch` answering with an Anthropic SSE stream: `deltas` text deltas, `gapMs` apart, or a stall after the first. */
 function slowStream(deltas: number, gapMs: number, stall = false): typeof fetch {
@@ -63,5 +67,75 @@ describe("LLM request timeout (SPROUT_AGENT_LLM_TIMEOUT_SECS)", () => {
       retry: { baseDelayMs: 10, maxDelayMs: 20 },
     });
     await assert.rejects(model.complete(request), /timed out after 300 ms without data/);
+  });
+});
+
+describe("LLM response bodies are bounded (lib/llm/http.ts, lib/llm/body.ts)", () => {
+  const MiB = 1024 * 1024;
+
+  /** Runs one request against `flood` and returns the error and the server's record. */
+  async function against(flood: Flood) {
+    const server = await startFloodServer(() => flood);
+    try {
+      const model = createOpenAiModel({
+        apiKey: "k",
+        model: "m",
+        baseUrl: `${server.url}/v1`,
+        timeoutMs: 20_000,
+        retry: { baseDelayMs: 1, maxDelayMs: 1 },
+      });
+      const started = performance.now();
+      const error = await model.complete(request).then(() => undefined, (e: unknown) => e);
+      const failedAt = performance.now();
+      const record = server.records[0]!;
+      // The socket closes as soon as the body is cancelled (allow for the runtime's event loop).
+      for (let i = 0; i < 100 && record.closedAt === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+      return { error, record, attempts: server.records.length, ms: failedAt - started, closeMs: (record.closedAt ?? Infinity) - failedAt };
+    } finally {
+      await server.close();
+    }
+  }
+
+  test("an endless JSON body is cancelled at 4 MiB: one attempt, a clear error, the socket closed, little sent", async () => {
+    const { error, record, attempts, closeMs } = await against({ contentType: "application/json", prefix: '{"id":"' });
+    assert.ok(error instanceof AgentError, String(error));
+    assert.equal(
+      error.message,
+      "OpenAI-compatible request failed: the response body (application/json) is larger than 4194304 bytes; the rest was not read",
+    );
+    assert.equal(attempts, 1, "not retried");
+    assert.equal(record.ended, false);
+    assert.ok(record.bytes < 16 * MiB, `server sent ${record.bytes} bytes`);
+    assert.ok(closeMs < 1000, `socket closed ${closeMs} ms after the error`);
+  });
+
+  test("a body of the wrong content type (an endless HTML page) is not read: a clear error naming it, the socket closed", async () => {
+    const { error, record, attempts, closeMs } = await against({ contentType: "text/html; charset=utf-8", prefix: "<!doctype html><html>" });
+    assert.ok(error instanceof AgentError, String(error));
+    assert.equal(
+      error.message,
+      'OpenAI-compatible request failed: unexpected content type "text/html; charset=utf-8" (HTTP 200; expected text/event-stream or application/json); the body was not read: check the base URL',
+    );
+    assert.equal(attempts, 1, "not retried");
+    assert.ok(record.bytes < 8 * MiB, `server sent ${record.bytes} bytes`);
+    assert.ok(closeMs < 1000, `socket closed ${closeMs} ms after the error`);
+  });
+
+  test("an SSE line that never ends is cut at 4 MiB; an endless error body is read only up to 64 KiB", async () => {
+    const sse = await against({ contentType: "text/event-stream", prefix: "data: " });
+    assert.ok(sse.error instanceof AgentError, String(sse.error));
+    assert.equal(
+      sse.error.message,
+      "OpenAI-compatible request failed: an SSE event is larger than 4194304 bytes; the rest was not read",
+    );
+    assert.equal(sse.attempts, 1, "not retried");
+    assert.ok(sse.record.bytes < 16 * MiB, `server sent ${sse.record.bytes} bytes`);
+    assert.ok(sse.closeMs < 1000, `socket closed ${sse.closeMs} ms after the error`);
+
+    const failing = await against({ status: 400, contentType: "text/plain", prefix: "Bad request: " });
+    assert.ok(failing.error instanceof AgentError, String(failing.error));
+    assert.match(failing.error.message, /^OpenAI-compatible request failed with status 400: Bad request: x{400}/);
+    assert.ok(failing.record.bytes < 8 * MiB, `server sent ${failing.record.bytes} bytes`);
+    assert.ok(failing.closeMs < 1000, `socket closed ${failing.closeMs} ms after the error`);
   });
 });

@@ -226,13 +226,61 @@ describe("era detection against legacy servers that answer the probe badly", () 
     });
   });
 
-  test("silent on the probe: restarted after the 2 s probe timeout and spoken to in legacy", async () => {
+  test("a JSON-RPC error with a null id to server/discover: legacy at once, on the same process", async () => {
     const started = Date.now();
-    await withServer(rawServer("psilent", ["--probe=silent"]), {}, async (c) => {
+    await withServer(rawServer("pnull", ["--probe=null-id"]), {}, async (c) => {
+      assert.equal(c.era, "legacy");
+      const methods = (await received(c)).map((m) => m.method);
+      assert.deepEqual(methods.slice(0, 2), ["server/discover", "initialize"], "no restart: the same process saw both");
+      assert.ok(Date.now() - started < 1500, `no probe timeout (took ${Date.now() - started} ms)`);
+    });
+  });
+
+  test("silent on the probe: the init timeout, with advice to pin legacy; pinned legacy works", async () => {
+    const config = rawServer("psilent", ["--probe=silent"]);
+    await assert.rejects(connectMcp(config, options({ initTimeoutMs: 1000 })), (error: unknown) => {
+      assert.ok(error instanceof AgentError && error.code === "mcp-connect");
+      assert.match(
+        error.message,
+        /^Cannot start server "psilent": initialize timed out after 1 s without an answer to server\/discover \(a server that ignores unknown requests needs "protocol": "legacy" in its configuration\)$/,
+      );
+      return true;
+    });
+    await withServer({ ...config, protocol: "legacy" }, {}, async (c) => {
       assert.equal(c.era, "legacy");
       assert.equal((await received(c))[0]?.method, "initialize");
-      assert.ok(Date.now() - started >= 1900);
     });
+  });
+
+  test("a stdio server slow to answer its first request by 3 s is started once, its era decided by its answer (SDK 1.x legacy, SDK 2.x modern)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sprout-slow-"));
+    try {
+      // Each start of the real SDK server (delaying its stdin by 3 s) appends a line.
+      const slow = (name: string, file: string): McpServerConfig => {
+        const inner = tsServer(name, file, "bun", ["--delay-ms", "3000"]).transport as { command: string; args: string[] };
+        const argv = [inner.command, ...inner.args].map((a) => `'${a}'`).join(" ");
+        return { name, transport: { type: "stdio", command: "sh", args: ["-c", `echo start >> '${dir}/${name}'; exec ${argv}`], env: {} } };
+      };
+      const started = Date.now();
+      const [legacy, modern] = await Promise.all([
+        connectMcp(slow("slow1", "sdk1-stdio.ts"), options()),
+        connectMcp(slow("slow2", "sdk2-stdio.ts"), options()),
+      ]);
+      const ms = Date.now() - started;
+      try {
+        assert.equal(legacy.era, "legacy");
+        assert.equal(modern.era, "modern");
+        assert.equal(textOf(await modern.callTool("add", { a: 2, b: 40 })), "42");
+        assert.equal(textOf(await legacy.callTool("add", { a: 1, b: 1 })), "2");
+      } finally {
+        await Promise.all([legacy.close(), modern.close()]);
+      }
+      assert.equal(readFileSync(join(dir, "slow1"), "utf8"), "start\n", "SDK 1.x server started once");
+      assert.equal(readFileSync(join(dir, "slow2"), "utf8"), "start\n", "SDK 2.x server started once");
+      assert.ok(ms >= 2900 && ms < 10_000, `connected in ${ms} ms`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("a remembered era skips detection", async () => {

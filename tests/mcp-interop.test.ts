@@ -14,10 +14,12 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { AgentError } from "../lib/errors.ts";
 import { connectMcp } from "../lib/mcp/client.ts";
+import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpConnection, McpConnectOptions, McpEra, McpServerConfig } from "../lib/mcp/types.ts";
 import { startHttpCommand, startHttpFixture, textOf, tsServer } from "./fixtures/mcp/helpers.ts";
 import type { HttpFixture } from "./fixtures/mcp/helpers.ts";
 import { repoRoot, runsOnce, runtime } from "./helpers/runtime.ts";
+import { startFloodServer } from "./helpers/flood-server.ts";
 import type { Runtime } from "./helpers/runtime.ts";
 
 const runtimes: Runtime[] = runsOnce ? ["node", "bun", "deno"] : [runtime()];
@@ -194,6 +196,52 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
         return true;
       });
       assert.deepEqual(peer.log.map((r) => r.body?.method), ["server/discover"]);
+    } finally {
+      await closeServer(peer.server);
+    }
+  });
+
+  test("-32020 (header mismatch) is an error naming it, never a reason to fall back to legacy", async () => {
+    // The official v2 SDK's answer when the headers disagree with the body (HTTP 400).
+    const peer = await rawHttp((body, _req, res) =>
+      json(res, 400, {
+        jsonrpc: "2.0",
+        id: body.id,
+        error: {
+          code: -32020,
+          message: 'Bad Request: the request headers and body disagree: the Mcp-Method header carries "tools/list" but the body method is "server/discover"',
+          data: { mismatch: { header: "Mcp-Method", body: "method" } },
+        },
+      })
+    );
+    try {
+      await assert.rejects(connectMcp(http("mismatch", peer.url), options()), (e: unknown) => {
+        assert.ok(e instanceof AgentError && e.code === "mcp-connect");
+        assert.match(e.message, /^Cannot connect to server "mismatch": it refused the request's headers \(header mismatch, code -32020\): Bad Request: the request headers and body disagree/);
+        return true;
+      });
+      assert.deepEqual(peer.log.map((r) => r.body?.method), ["server/discover"], "no initialize");
+    } finally {
+      await closeServer(peer.server);
+    }
+  });
+
+  test("a JSON-RPC error with a null id answering the probe (HTTP 200) is a legacy answer at once", async () => {
+    const peer = await rawHttp((body, _req, res) => {
+      if (body === undefined) return void res.writeHead(405).end();
+      if (body.id === undefined) return void res.writeHead(202).end();
+      if (body.method === "server/discover") return json(res, 200, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request" } });
+      if (body.method === "initialize") {
+        return json(res, 200, { jsonrpc: "2.0", id: body.id, result: { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "old", version: "0" } } });
+      }
+      json(res, 200, { jsonrpc: "2.0", id: body.id, result: { tools: [] } });
+    });
+    try {
+      const started = Date.now();
+      const c = await connectMcp(http("nullid", peer.url), options({ initTimeoutMs: 3000 }));
+      assert.equal(c.era, "legacy");
+      assert.ok(Date.now() - started < 1500, `at once (took ${Date.now() - started} ms)`);
+      await c.close();
     } finally {
       await closeServer(peer.server);
     }
@@ -414,5 +462,55 @@ describe("detection cost", { skip: !runsOnce }, () => {
         `pinned legacy ${median(pinned).toFixed(0)} ms (medians of 6; detected ${list(detected)}; pinned ${list(pinned)})`,
     );
     assert.ok(median(detected) < median(pinned) + 1500, "no probe timeout: the -32601 answer settles it");
+  });
+});
+
+describe("Streamable HTTP answers are bounded (lib/mcp/http.ts)", () => {
+  test("an endless JSON answer, an endless SSE event, an endless error body and an HTML page: each tool call is an error result naming the server, read no further than the cap", async () => {
+    const MiB = 1024 * 1024;
+    const modern = { resultType: "complete" };
+    const tools = ["json", "sse", "error", "html", "echo"].map((name) => ({ name, inputSchema: { type: "object" } }));
+    const server = await startFloodServer((body) => {
+      if (body?.id === undefined) return { empty: 202 };
+      const id = body.id;
+      if (body.method === "server/discover") {
+        return { json: { jsonrpc: "2.0", id, result: { ...modern, supportedVersions: ["2026-07-28"], capabilities: { tools: {} }, serverInfo: { name: "flood", version: "1" } } } };
+      }
+      if (body.method === "tools/list") return { json: { jsonrpc: "2.0", id, result: { ...modern, tools, ttlMs: 600_000 } } };
+      switch (body.params?.name) {
+        case "json": return { contentType: "application/json", prefix: `{"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"` };
+        case "sse": return { contentType: "text/event-stream", prefix: "event: message\ndata: " };
+        case "error": return { status: 500, contentType: "text/plain", prefix: "Internal error: " };
+        case "html": return { contentType: "text/html", prefix: "<html>" };
+        default: return { json: { jsonrpc: "2.0", id, result: { ...modern, content: [{ type: "text", text: "still here" }] } } };
+      }
+    });
+    const { registry, failures } = await createRegistry([{ name: "flood", transport: { type: "http", url: `${server.url}/mcp`, headers: {} } }], {
+      sessionId: "bounded",
+      maxLineBytes: MiB,
+    });
+    try {
+      assert.deepEqual(failures, []);
+      const call = async (tool: string) => {
+        const outcome = await registry.callTool(`flood__${tool}`, {}, { timeoutMs: 20_000 });
+        assert.equal(outcome.isError, true, tool);
+        return outcome.content.map((b) => (b.type === "text" ? b.text : "")).join("\n");
+      };
+      assert.match(await call("json"), /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: the JSON answer is larger than 1048576 bytes \(SPROUT_AGENT_MAX_LINE_BYTES\); the rest was not read/);
+      assert.match(await call("sse"), /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: an SSE event is larger than 1048576 bytes \(SPROUT_AGENT_MAX_LINE_BYTES\); the rest was not read/);
+      assert.match(await call("error"), /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: HTTP 500: Internal error: x{200}/);
+      assert.match(await call("html"), /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: unexpected answer \(HTTP 200, content type "text\/html"\)/);
+      const outcome = await registry.callTool("flood__echo", {}, { timeoutMs: 20_000 });
+      assert.deepEqual(outcome.content, [{ type: "text", text: "still here" }], "the server is still usable");
+      for (let i = 0; i < 100 && server.records.some((r) => r.closedAt === undefined); i++) await new Promise((r) => setTimeout(r, 10));
+      for (const [index, record] of server.records.entries()) {
+        assert.equal(record.ended, false, `answer ${index} was not read to its end`);
+        assert.ok(record.bytes < 8 * MiB, `answer ${index}: the server sent ${record.bytes} bytes`);
+        assert.notEqual(record.closedAt, undefined, `answer ${index}: the socket was closed`);
+      }
+    } finally {
+      await registry.close();
+      await server.close();
+    }
   });
 });

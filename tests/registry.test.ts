@@ -1,5 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import process from "node:process";
 import { createRegistry, type RegistryOptions } from "../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
@@ -13,6 +16,7 @@ import {
   stdioConfig,
   text,
 } from "./helpers/fake-connection.ts";
+import { startHttpFixture, tsServer } from "./fixtures/mcp/helpers.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 import { alive, gone } from "./helpers/processes.ts";
 
@@ -594,5 +598,86 @@ describe("registry against real SDK stdio servers", () => {
     const pids = await Promise.all(["a__pid", "b__pid"].map(async (n) => Number(outText(await registry.callTool(n, {}, call)))));
     await registry.close();
     for (const pid of pids) assert.ok(await gone(pid, 2000), `pid ${pid}`);
+  });
+});
+
+describe("registry: tools/list is sent once at start (issue 9)", () => {
+  /** Starts the registry on `config`, runs two rounds' worth of listTools, and returns the methods the server got. */
+  async function rounds(config: McpServerConfig, methods: () => string[], fetchLike?: typeof fetch): Promise<[string[], string[]]> {
+    const options: RegistryOptions = { sessionId: "once", env: process.env, initTimeoutMs: 20_000 };
+    if (fetchLike) options.fetch = fetchLike;
+    const { registry, failures } = await createRegistry([config], options);
+    try {
+      assert.deepEqual(failures, []);
+      const atStart = methods();
+      assert.deepEqual(names(await registry.listTools()).slice(0, 2), ["s__echo", "s__add"]);
+      return [atStart, methods()];
+    } finally {
+      await registry.close();
+    }
+  }
+
+  const tools = (list: string[]) => list.filter((m) => m === "tools/list").length;
+
+  for (const [label, file, args, era] of [
+    ["SDK 2.x (modern)", "sdk2-stdio.ts", [], "modern"],
+    ["SDK 2.x legacy-only", "sdk2-stdio.ts", ["--legacy-only"], "legacy"],
+    ["SDK 1.x (legacy)", "sdk1-stdio.ts", [], "legacy"],
+  ] as const) {
+    test(`stdio, ${label}: one tools/list for the start and the first round`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "sprout-once-"));
+      const log = join(dir, "in.jsonl");
+      writeFileSync(log, "");
+      try {
+        // Every line the agent writes to the real server is copied to `log`.
+        const inner = tsServer("s", file, "bun", [...args]).transport as { command: string; args: string[] };
+        const argv = [inner.command, ...inner.args].map((a) => `'${a}'`).join(" ");
+        const config: McpServerConfig = { name: "s", transport: { type: "stdio", command: "sh", args: ["-c", `tee -a '${log}' | exec ${argv}`], env: {} } };
+        const methods = () => readFileSync(log, "utf8").split("\n").filter((l) => l !== "").map((l) => String(JSON.parse(l).method));
+        const [atStart, afterRound] = await rounds(config, methods);
+        assert.equal(atStart.includes("initialize"), era === "legacy", atStart.join(", "));
+        assert.equal(tools(atStart), 1, atStart.join(", "));
+        assert.equal(tools(afterRound), 1, afterRound.join(", "));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+
+  for (const [label, file, era] of [["SDK 2.x (modern)", "sdk2-http.ts", "modern"], ["SDK 1.x (legacy)", "sdk1-http.ts", "legacy"]] as const) {
+    test(`Streamable HTTP, ${label}: one tools/list for the start and the first round`, async () => {
+      const fixture = await startHttpFixture(file, "bun");
+      const posted: string[] = [];
+      const counting: typeof fetch = (url, init) => {
+        if (typeof init?.body === "string") posted.push(String(JSON.parse(init.body).method));
+        return fetch(url, init);
+      };
+      try {
+        const [atStart, afterRound] = await rounds({ name: "s", transport: { type: "http", url: fixture.url, headers: {} } }, () => [...posted], counting);
+        assert.equal(atStart.includes("initialize"), era === "legacy", atStart.join(", "));
+        assert.equal(tools(atStart), 1, atStart.join(", "));
+        assert.equal(tools(afterRound), 1, afterRound.join(", "));
+      } finally {
+        await fixture.stop();
+      }
+    });
+  }
+});
+
+describe("registry: task-based tools (MCP 2025-11-25 execution.taskSupport)", () => {
+  test('a tool that requires task-based execution is not offered, with a warning naming it; "optional" and plain tools are', async () => {
+    const { registry, warnings } = await realRegistry([{ ...tsServer("t", "sdk1-tasks.ts", "bun"), name: "t" }]);
+    try {
+      assert.deepEqual(names(await registry.listTools()), ["t__echo", "t__convert"]);
+      assert.deepEqual(warnings, [
+        'Skipped tool "render" of server "t": it requires task-based execution (execution.taskSupport "required"), which the agent does not support',
+      ]);
+      assert.equal(outText(await registry.callTool("t__render", { text: "a" }, call)), "unknown tool: t__render");
+      assert.equal(outText(await registry.callTool("t__convert", { text: "a" }, call)), "convert: a");
+      await registry.listTools();
+      assert.equal(warnings.length, 1, "warned once");
+    } finally {
+      await registry.close();
+    }
   });
 });

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { BodyLimitError, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "./body.ts";
 import { abortReason, AttemptError, isRetryableStatus, parseRetryAfter } from "./retry.ts";
 import { readSse, type SseEvent } from "./sse.ts";
 import { headerSecrets, redact } from "../redact.ts";
@@ -24,6 +25,12 @@ export interface AttemptRequest {
    */
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * Largest JSON body and largest SSE event, in bytes; default {@link MAX_BODY_BYTES} (the
+   * default of `SPROUT_AGENT_MAX_LINE_BYTES`). Past it the body is cancelled at once and the
+   * attempt fails, not retried.
+   */
+  maxBodyBytes?: number;
 }
 
 /** What the caller does with the answer: read SSE events, or a JSON body. */
@@ -34,8 +41,11 @@ export interface AttemptHandlers<T> {
 
 /**
  * Sends one attempt and hands its answer to `handlers`.
- * @throws {AttemptError} for a non-2xx status (with the provider's error text), a timeout
- *   (retryable) or what the handlers throw; any other error (a connection error) becomes a
+ * @throws {AttemptError} for a non-2xx status (with the provider's error text, of which at
+ *   most {@link MAX_ERROR_BODY_BYTES} are read), a timeout (retryable) or what the handlers
+ *   throw; a 2xx answer that is neither `text/event-stream` nor JSON (`application/json`,
+ *   `*+json`, or no content type), a JSON body or an SSE event over `maxBodyBytes`: not
+ *   retryable, the body cancelled unread; any other error (a connection error) becomes a
  *   retryable one. Every message has the request's credentials (`x-api-key`, `Authorization`)
  *   redacted, also when the provider's error body echoes them.
  */
@@ -64,8 +74,9 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
       signal: controller.signal,
     });
     body = response.body;
+    const maxBytes = request.maxBodyBytes ?? MAX_BODY_BYTES;
     if (!response.ok) {
-      const text = await response.text();
+      const text = await readBody(response.body, { maxBytes: MAX_ERROR_BODY_BYTES, truncate: true });
       body = null;
       const detail = providerErrorText(text) || `HTTP ${response.status} ${response.statusText}`.trim();
       // An overload reported under another status is retried too, but never 400/401/403/404.
@@ -77,8 +88,16 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
       });
     }
     const type = response.headers.get("content-type") ?? "";
-    if (!type.includes("text/event-stream")) {
-      const text = await response.text();
+    const mediaType = type.split(";")[0]!.trim().toLowerCase();
+    if (mediaType !== "text/event-stream") {
+      if (mediaType !== "" && mediaType !== "application/json" && !mediaType.endsWith("+json")) {
+        // An HTML page from a proxy, a file download…: never read (it may not end).
+        throw new AttemptError(
+          `unexpected content type "${type}" (HTTP ${response.status}; expected text/event-stream or application/json); the body was not read: check the base URL`,
+          { retryable: false },
+        );
+      }
+      const text = await readBody(response.body, { maxBytes, what: `the response body (${type || "no content type"})` });
       body = null;
       let json: unknown;
       try {
@@ -93,9 +112,10 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
     if (response.body === null) throw new AttemptError("empty response body", { retryable: true });
     const stream = response.body;
     arm();
-    const result = await handlers.events(rearmEach(readSse(stream, controller.signal), arm));
+    const result = await handlers.events(rearmEach(readSse(stream, controller.signal, { maxEventBytes: maxBytes }), arm));
     return result;
   } catch (error) {
+    if (error instanceof BodyLimitError) throw new AttemptError(error.message, { retryable: false });
     if (timedOut && !(outer?.aborted ?? false)) {
       throw new AttemptError(`timed out after ${request.timeoutMs} ms without data`, { retryable: true, cause: error });
     }

@@ -2,9 +2,12 @@
  * A Server-Sent Events parser (the WHATWG HTML "event stream" algorithm), shared by the LLM
  * wire clients and the MCP Streamable HTTP client. Correct for any chunking: lines split on
  * CRLF, LF or CR (a CR at a chunk's end waits for the next chunk), a leading BOM is dropped,
- * and multi-byte characters split across chunks are decoded whole.
+ * and multi-byte characters split across chunks are decoded whole. Each event is capped
+ * (`maxEventBytes`), since a stream itself may rightly last for hours.
  * @module
  */
+
+import { BodyLimitError, MAX_BODY_BYTES } from "./body.ts";
 
 /** One dispatched event. `event` defaults to `"message"`. */
 export interface SseEvent {
@@ -22,20 +25,43 @@ export interface SseEvent {
   retry?: number;
 }
 
+/** Options of {@link SseParser} and {@link readSse}. */
+export interface SseOptions {
+  /**
+   * Largest event accepted (its unfinished line plus its `data:` lines so far), in UTF-16
+   * code units, which never exceed its bytes; default {@link MAX_BODY_BYTES}. An SSE stream
+   * is long-lived, so it is this cap, not a total one, that bounds what an endless line or
+   * an endless event costs.
+   */
+  maxEventBytes?: number;
+  /** The variable that sets `maxEventBytes`, named in the {@link BodyLimitError}. */
+  setting?: string;
+}
+
 /**
  * Incremental parser: feed decoded text, get whole events back.
+ * @throws {BodyLimitError} from {@link SseParser.push} when an event grows past `maxEventBytes`
  * @example
  * const p = new SseParser();
  * p.push("data: a\r\n"); p.push("\r\n"); // → [{event: "message", data: "a", id: ""}]
  */
 export class SseParser {
+  #max: number;
+  #setting: string | undefined;
   #buffer = "";
   #data: string[] = [];
+  #dataLength = 0;
   #event = "";
   #id = "";
   #retry: number | undefined;
   #started = false;
   #pendingCr = false;
+
+  /** An event may hold `options.maxEventBytes` (default {@link MAX_BODY_BYTES}). */
+  constructor(options: SseOptions = {}) {
+    this.#max = options.maxEventBytes ?? MAX_BODY_BYTES;
+    this.#setting = options.setting;
+  }
 
   /** Feeds text and returns the events it completes. */
   push(text: string): SseEvent[] {
@@ -47,10 +73,13 @@ export class SseParser {
     }
     if (this.#pendingCr && text.startsWith("\n")) text = text.slice(1);
     this.#pendingCr = false;
+    // What is left of the buffer holds no line break: scan only the new text (a long line
+    // arriving in many chunks stays linear).
+    const scanned = this.#buffer.length;
     this.#buffer += text;
     const out: SseEvent[] = [];
     let start = 0;
-    for (let i = 0; i < this.#buffer.length; i++) {
+    for (let i = scanned; i < this.#buffer.length; i++) {
       const c = this.#buffer.charCodeAt(i);
       if (c !== 10 && c !== 13) continue;
       const line = this.#buffer.slice(start, i);
@@ -63,6 +92,7 @@ export class SseParser {
       if (event) out.push(event);
     }
     this.#buffer = this.#buffer.slice(start);
+    if (this.#buffer.length + this.#dataLength > this.#max) throw new BodyLimitError("an SSE event", this.#max, this.#setting);
     return out;
   }
 
@@ -70,6 +100,7 @@ export class SseParser {
   end(): SseEvent[] {
     this.#buffer = "";
     this.#data = [];
+    this.#dataLength = 0;
     this.#event = "";
     return [];
   }
@@ -84,6 +115,7 @@ export class SseParser {
       const event: SseEvent = { event: this.#event || "message", data: this.#data.join("\n"), id: this.#id };
       if (this.#retry !== undefined) event.retry = this.#retry;
       this.#data = [];
+      this.#dataLength = 0;
       this.#event = "";
       this.#retry = undefined;
       return event;
@@ -93,7 +125,11 @@ export class SseParser {
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? "" : line.slice(colon + 1);
     if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "data") this.#data.push(value);
+    if (field === "data") {
+      this.#data.push(value);
+      this.#dataLength += value.length + 1;
+      if (this.#dataLength > this.#max) throw new BodyLimitError("an SSE event", this.#max, this.#setting);
+    }
     else if (field === "event") this.#event = value;
     else if (field === "id") {
       if (!value.includes("\0")) this.#id = value;
@@ -106,14 +142,17 @@ export class SseParser {
  * Reads a byte stream (a `fetch` body) as SSE events, decoding UTF-8 as a stream.
  * When `signal` aborts, the reader is cancelled and the generator throws the abort reason
  * (also when the abort lands during a read). A consumer that breaks early cancels the body.
+ * @throws {BodyLimitError} when an event grows past `options.maxEventBytes` (the body is
+ *   cancelled first)
  */
 export async function* readSse(
   body: ReadableStream<Uint8Array>,
   signal?: AbortSignal,
+  options: SseOptions = {},
 ): AsyncGenerator<SseEvent> {
   const reader = body.getReader();
   const decoder = new TextDecoder("utf-8");
-  const parser = new SseParser();
+  const parser = new SseParser(options);
   const onAbort = () => void reader.cancel().catch(() => {});
   signal?.addEventListener("abort", onAbort, { once: true });
   let finished = false;
@@ -130,7 +169,7 @@ export async function* readSse(
     parser.end();
   } finally {
     signal?.removeEventListener("abort", onAbort);
-    // A consumer that stops early (break) must not leave the HTTP body open.
+    // A consumer that stops early (break) or an oversize event must not leave the HTTP body open.
     if (!finished) void reader.cancel().catch(() => {});
     reader.releaseLock();
   }

@@ -20,7 +20,7 @@ import { AgentError } from "../errors.ts";
 import { Connection } from "./connection.ts";
 import type { McpConnection, McpConnectOptions, McpServerConfig } from "./types.ts";
 
-export { DEFAULT_CLIENT_INFO, eraCacheKey, STDIO_PROBE_TIMEOUT_MS } from "./era.ts";
+export { DEFAULT_CLIENT_INFO, eraCacheKey } from "./era.ts";
 export {
   MAX_RESUBSCRIBES,
   MAX_TOOLS_TTL_MS,

@@ -98,6 +98,7 @@ export class Connection implements McpConnection {
         onMessage: (m) => this.#peer.receive(m),
         onWarning: (m) => this.#warn(m),
         reinitialize: () => this.#initialize(),
+        maxBodyBytes: this.#options.maxLineBytes ?? 4_194_304,
       });
       this.#peer = this.#newPeer((m, c) => this.#http!.send(m, c));
     } else {
@@ -183,8 +184,8 @@ export class Connection implements McpConnection {
     });
   }
 
-  #initTimeoutMessage(): string {
-    const message = `initialize timed out after ${formatSeconds(this.#initTimeoutMs)} s`;
+  #initTimeoutMessage(detail = ""): string {
+    const message = `initialize timed out after ${formatSeconds(this.#initTimeoutMs)} s${detail}`;
     const tail = this.#proc?.stderrTail().trim();
     return tail ? `${message}; stderr:\n${tail}` : message;
   }
@@ -197,7 +198,13 @@ export class Connection implements McpConnection {
       stdio: this.#proc !== undefined,
       alive: () => this.#proc?.alive ?? true,
       meta: (version) => this.#meta(undefined, version),
-      timeoutMessage: () => this.#initTimeoutMessage(),
+      // A stdio server that ignores unknown requests never answers the probe (SPEC 10).
+      timeoutMessage: () =>
+        this.#initTimeoutMessage(
+          this.#proc !== undefined && fallback
+            ? ` without an answer to server/discover (a server that ignores unknown requests needs "protocol": "legacy" in its configuration)`
+            : "",
+        ),
     });
   }
 

@@ -2,21 +2,20 @@
  * Which protocol era a server speaks and the handshake of each (SPEC section 10): the era
  * cache, the modern `_meta` envelope, the `server/discover` probe with the official v2
  * client's `versionNegotiation: {mode: 'auto'}` wire behaviour (one corrective retry on
- * -32022; a silent or dead stdio server is restarted and spoken to in legacy; an HTTP
- * server's first answer decides by its status), and the legacy `initialize` request.
+ * -32022; the first answer decides, however long it takes within the init timeout; a stdio
+ * server that exits on the probe is restarted and spoken to in legacy; an HTTP server's
+ * first answer decides by its status), and the legacy `initialize` request.
  * @module
  */
 
 import { AgentError } from "../errors.ts";
 import { PROTOCOL_VERSION_META_KEY } from "./http.ts";
-import { JsonRpcError, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
+import { HEADER_MISMATCH, JsonRpcError, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
 import type { JsonRpcPeer } from "./jsonrpc.ts";
 import { AGENT_NAME, VERSION } from "../version.ts";
 import { LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from "./types.ts";
 import type { McpEra, McpServerConfig } from "./types.ts";
 
-/** How long a stdio server may take to answer the `server/discover` probe (SPEC section 10). */
-export const STDIO_PROBE_TIMEOUT_MS = 2000;
 /** Client info sent when `options.clientInfo` is absent. */
 export const DEFAULT_CLIENT_INFO: { name: string; version: string } = { name: AGENT_NAME, version: VERSION };
 
@@ -85,10 +84,7 @@ export interface ProbeOptions {
   name: string;
   /** When the whole handshake must be done (`Date.now()` ms). */
   deadline: number;
-  /**
-   * Detecting rather than pinned: a stdio server gets at most {@link STDIO_PROBE_TIMEOUT_MS}
-   * and its silence or exit means legacy (after a restart).
-   */
+  /** Detecting rather than pinned: a stdio server that exits on the probe means legacy (after a restart). */
   fallback: boolean;
   /** The server is a stdio child. */
   stdio: boolean;
@@ -101,21 +97,27 @@ export interface ProbeOptions {
 }
 
 /**
- * One `server/discover` exchange (plus one corrective retry on -32022), classified.
- * @throws {AgentError} `mcp-connect` when there is no common version or a stdio server stays
- *   silent past the deadline; the HTTP error of a 401, 403 or 5xx answer; other failures
+ * One `server/discover` exchange (plus one corrective retry on -32022), classified from the
+ * server's first answer, which it may take until `deadline` (the init timeout) to give: a
+ * slow server is never killed for being slow (the Python SDK and FastMCP take 1.3–3.3 s to
+ * answer their first request), and the official v2 SDK's `serveStdio` pins the era of its
+ * connection from the opening exchange, so nothing else is sent before the answer. A
+ * JSON-RPC error whose `id` is null (a server that could not read the probe) is a legacy
+ * answer at once; -32020 (header mismatch) is a modern server refusing our headers, never a
+ * reason to fall back.
+ * @throws {AgentError} `mcp-connect` when there is no common version, on a header mismatch or
+ *   when the server stays silent past the deadline; the HTTP error of a 401, 403 or 5xx
+ *   answer; other failures
  */
 export async function probeEra(peer: JsonRpcPeer, options: ProbeOptions): Promise<Probe> {
   const { name, deadline, fallback, stdio } = options;
   let version = MODERN_PROTOCOL_VERSION;
   for (let corrective = 0;; corrective++) {
-    const timeoutMs = stdio && fallback
-      ? Math.min(STDIO_PROBE_TIMEOUT_MS, remainingMs(deadline))
-      : remainingMs(deadline);
     try {
       const result = await peer.request("server/discover", { _meta: options.meta(version) }, {
-        timeoutMs,
+        timeoutMs: remainingMs(deadline),
         timeoutMessage: options.timeoutMessage,
+        takesNullIdError: true,
       });
       const discover = asObject(result);
       const supported = discover?.supportedVersions;
@@ -126,6 +128,13 @@ export async function probeEra(peer: JsonRpcPeer, options: ProbeOptions): Promis
     } catch (error) {
       if (error instanceof JsonRpcError) {
         if (error.status === 401 || error.status === 403) throw error;
+        if (error.rpcCode === HEADER_MISMATCH) {
+          throw new AgentError(
+            "mcp-connect",
+            `Cannot connect to server "${name}": it refused the request's headers (header mismatch, code ${HEADER_MISMATCH}): ${error.rpcMessage}`,
+            { cause: error },
+          );
+        }
         if (error.rpcCode === UNSUPPORTED_PROTOCOL_VERSION) {
           const list = asObject(error.rpcData)?.supported;
           const supported = Array.isArray(list) ? list.filter((v): v is string => typeof v === "string") : [];
@@ -146,8 +155,8 @@ export async function probeEra(peer: JsonRpcPeer, options: ProbeOptions): Promis
         return legacyAfterError(options);
       }
       if (error instanceof AgentError && stdio && fallback) {
-        // Silence (probe timeout) or exit: restart and speak legacy, unless time is up.
-        if (error.code === "timeout" && Date.now() >= deadline) throw new AgentError("mcp-connect", `Cannot start server "${name}": ${error.message}`);
+        // Silence until the deadline is the init timeout; an exit means restart and speak legacy.
+        if (error.code === "timeout") throw new AgentError("mcp-connect", `Cannot start server "${name}": ${error.message}`);
         return { kind: "legacy-restart" };
       }
       if (error instanceof AgentError && error.status !== undefined) {

@@ -7,6 +7,7 @@
  */
 
 import { AgentError } from "../errors.ts";
+import { MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "../llm/body.ts";
 import { readSse } from "../llm/sse.ts";
 import { headerSecrets, redact } from "../redact.ts";
 import { JsonRpcError } from "./jsonrpc.ts";
@@ -15,6 +16,9 @@ import type { HttpServerConfig } from "./types.ts";
 
 /** The `_meta` key carrying the protocol version of a modern request. */
 export const PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion";
+
+/** The variable that sets the cap of an answer (as of a stdio line). */
+const LIMIT_SETTING = "SPROUT_AGENT_MAX_LINE_BYTES";
 
 /** How many times a POST's SSE stream is resumed by GET before the request fails. */
 const MAX_RESUMES = 3;
@@ -32,6 +36,12 @@ export interface HttpTransportOptions {
    * again (a new session); the request is then retried once.
    */
   reinitialize: () => Promise<void>;
+  /**
+   * Largest JSON answer and largest SSE event, in bytes (`SPROUT_AGENT_MAX_LINE_BYTES`, as for
+   * a stdio line); default {@link MAX_BODY_BYTES}. Past it the answer is cancelled at once
+   * and the request fails naming the server.
+   */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -119,7 +129,7 @@ export class HttpTransport {
         await response.body?.cancel().catch(() => {});
         return;
       }
-      for await (const event of readSse(response.body, signal)) {
+      for await (const event of readSse(response.body, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })) {
         if (event.id !== "") lastEventId = event.id;
         if (event.retry !== undefined) retryMs = event.retry;
         if (event.data.trim() === "") continue;
@@ -200,7 +210,7 @@ export class HttpTransport {
       if (id) this.#sessionId = id;
     }
     if (!response.ok) {
-      const text = await response.text().catch(() => "");
+      const text = await this.#errorText(response);
       if (response.status === 404 && sessionId !== undefined && !isInitialize && !isRetry) {
         await this.#reinitialize(sessionId);
         return true;
@@ -219,11 +229,11 @@ export class HttpTransport {
     if (type === "application/json") {
       let body: unknown;
       try {
-        body = JSON.parse(await response.text());
+        body = JSON.parse(await readBody(response.body, { maxBytes: this.#maxBytes, what: "the JSON answer", setting: LIMIT_SETTING }));
       } catch (error) {
         throw this.#failure(context, signal, error);
       }
-      this.#options.onMessage(body);
+      this.#options.onMessage(answerOf(body, context.id));
       return false;
     }
     await response.body?.cancel().catch(() => {});
@@ -252,7 +262,7 @@ export class HttpTransport {
     for (let resumes = 0;; resumes++) {
       let answered = false;
       try {
-        for await (const event of readSse(stream, signal)) {
+        for await (const event of readSse(stream, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })) {
           if (event.id !== "") lastEventId = event.id;
           if (event.retry !== undefined) retryMs = event.retry;
           if (event.data.trim() === "") continue;
@@ -296,10 +306,19 @@ export class HttpTransport {
       throw this.#failure(context, signal, error);
     }
     if (!response.ok || !response.body) {
-      const text = await response.text().catch(() => "");
+      const text = await this.#errorText(response);
       throw this.#httpError(context, response.status, text);
     }
     return response.body;
+  }
+
+  get #maxBytes(): number {
+    return this.#options.maxBodyBytes ?? MAX_BODY_BYTES;
+  }
+
+  /** The start of an error answer's body (at most {@link MAX_ERROR_BODY_BYTES}; the rest is cancelled unread). */
+  #errorText(response: Response): Promise<string> {
+    return readBody(response.body, { maxBytes: MAX_ERROR_BODY_BYTES, truncate: true }).catch(() => "");
   }
 
   #httpError(context: SendContext, status: number, text: string): AgentError {
@@ -330,6 +349,17 @@ function answers(message: unknown, id: unknown): boolean {
   return list.some((m) =>
     typeof m === "object" && m !== null && !("method" in m) && (m as { id?: unknown }).id === id
   );
+}
+
+/**
+ * A JSON answer to a POST: an error whose `id` is null (a server that could not read the
+ * request answers so, JSON-RPC 2.0 section 5) is the answer to that POST's request.
+ */
+function answerOf(body: unknown, id: unknown): unknown {
+  if (typeof body !== "object" || body === null || Array.isArray(body) || id === undefined) return body;
+  const message = body as { id?: unknown; error?: unknown; method?: unknown };
+  if (message.id === null && message.error !== undefined && message.method === undefined) return { ...message, id };
+  return body;
 }
 
 function parseRpcError(text: string): { code: number; message: string; data?: unknown } | undefined {

@@ -26,6 +26,12 @@ export const INVALID_REQUEST = -32600;
 export const METHOD_NOT_FOUND = -32601;
 /** JSON-RPC error code of the official SDK for an unsupported protocol version (modern era). */
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+/**
+ * JSON-RPC error code of a modern (2026-07-28) server for a request whose HTTP headers
+ * (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`) disagree with its body (`HeaderMismatch`,
+ * answered with HTTP 400 by the official v2 SDK). A modern answer, never a legacy one.
+ */
+export const HEADER_MISMATCH = -32020;
 
 /**
  * A JSON-RPC error answer from a server, as an {@link AgentError} with code `mcp`.
@@ -87,11 +93,18 @@ export interface PeerRequestOptions {
    * {@link JsonRpcPeer.pendingCount} and {@link JsonRpcPeer.pendingIds}.
    */
   background?: boolean;
+  /**
+   * An error answer whose `id` is null counts as this request's answer while it is pending
+   * (JSON-RPC 2.0 section 5: a server that cannot read a request's id answers with a null
+   * one). Only for a request that is alone on its channel, such as the era probe.
+   */
+  takesNullIdError?: boolean;
 }
 
 interface Pending {
   method: string;
   background: boolean;
+  takesNullIdError: boolean;
   resolve: (result: unknown) => void;
   reject: (error: Error) => void;
   controller: AbortController;
@@ -150,7 +163,15 @@ export class JsonRpcPeer {
         reject(error);
         this.notify("notifications/cancelled", { requestId: id, reason }).catch(() => {});
       };
-      this.#pending.set(id, { method, background: options.background === true, resolve, reject, controller, cleanup });
+      this.#pending.set(id, {
+        method,
+        background: options.background === true,
+        takesNullIdError: options.takesNullIdError === true,
+        resolve,
+        reject,
+        controller,
+        cleanup,
+      });
       if (options.timeoutMs !== undefined) {
         const seconds = formatSeconds(options.timeoutMs);
         const custom = options.timeoutMessage;
@@ -231,16 +252,21 @@ export class JsonRpcPeer {
       else this.#serverRequest(m.id, m.method);
       return;
     }
-    if (m.id === undefined || m.id === null) {
-      if (m.error) this.#options.onWarning?.(`${capitalize(this.#options.label)} sent an error without an id: ${m.error.message}`);
-      return;
+    let id = m.id;
+    if (id === undefined || id === null) {
+      const taker = [...this.#pending].find(([, entry]) => entry.takesNullIdError)?.[0];
+      if (m.error && taker !== undefined) id = taker;
+      else {
+        if (m.error) this.#options.onWarning?.(`${capitalize(this.#options.label)} sent an error without an id: ${m.error.message}`);
+        return;
+      }
     }
-    const entry = this.#pending.get(m.id);
+    const entry = this.#pending.get(id);
     if (!entry) {
       this.discardedReplies++;
       return;
     }
-    this.#pending.delete(m.id);
+    this.#pending.delete(id);
     entry.cleanup();
     if (m.error && typeof m.error === "object") {
       const code = typeof m.error.code === "number" ? m.error.code : -32603;

@@ -46,12 +46,19 @@ export class ServerHandle {
    * ({@link McpConnection.toolsStale}). Setting it sets only the announced part.
    */
   get stale(): boolean {
-    return this.#stale || (this.status === "connected" && this.conn?.toolsStale === true);
+    return this.#stale || (this.status === "connected" && !this.#unused && this.conn?.toolsStale === true);
   }
   set stale(value: boolean) {
     this.#stale = value;
   }
   #stale = false;
+  /**
+   * The list {@link open} fetched has not been served yet: it was fetched to be used, so its
+   * freshness hint does not expire it before its first use (the official SDK's servers send
+   * `ttlMs: 0`, which would send `tools/list` again at the first round). A change notice
+   * still makes it stale.
+   */
+  #unused = false;
   /** Why it is dead. */
   reason = "";
   /** How the current connection's process ended, once it did. */
@@ -113,8 +120,14 @@ export class ServerHandle {
     this.tools = tools;
     this.status = "connected";
     this.stale = false;
+    this.#unused = true;
     this.reason = "";
     o.changed();
+  }
+
+  /** The registry served a tool list built from this server's list: its freshness hint applies from now on. */
+  used(): void {
+    this.#unused = false;
   }
 
   /** Lists the tools again after a change notice; a failure keeps the old list (with a warning). */

@@ -16,6 +16,7 @@ import type {
   McpConnectOptions,
   McpEra,
   McpServerConfig,
+  McpTool,
   ToolOutcome,
   ToolRegistry,
 } from "./types.ts";
@@ -36,7 +37,7 @@ export interface RegistryOptions {
   sessionId: string;
   /** Bound of connecting and of each `tools/list`, in ms; default 30000. */
   initTimeoutMs?: number;
-  /** Largest line accepted from a stdio server, in bytes (`SPROUT_AGENT_MAX_LINE_BYTES`); default 4194304. */
+  /** Largest line accepted from a stdio server, and largest JSON answer or SSE event from an HTTP one, in bytes (`SPROUT_AGENT_MAX_LINE_BYTES`); default 4194304. */
   maxLineBytes?: number;
   /**
    * The era each server configuration was found to speak, shared across sessions so that it
@@ -95,6 +96,21 @@ export async function createRegistry(
   const registry = new McpRegistry(options);
   const failures = await registry.start(servers);
   return { registry, failures };
+}
+
+/**
+ * The tool declares `execution.taskSupport: "required"` (MCP 2025-11-25): servers answer a
+ * plain `tools/call` to it with -32601, so offering it to the model could only produce
+ * failures. It is skipped rather than called as a task because task-augmented calls need the
+ * experimental Tasks machinery (a `task` field on `tools/call`, then `tasks/get` polling and
+ * `tasks/result`, with their own TTLs and cancellation), which the 2026-07-28 revision moved
+ * out of the core protocol into an extension; `"optional"` tools stay, since servers run
+ * them as ordinary calls.
+ */
+function requiresTask(tool: McpTool): boolean {
+  const execution = tool.execution;
+  return typeof execution === "object" && execution !== null &&
+    (execution as { taskSupport?: unknown }).taskSupport === "required";
 }
 
 class McpRegistry implements ToolRegistry {
@@ -165,6 +181,7 @@ class McpRegistry implements ToolRegistry {
     if (this.#closed) return [];
     await Promise.all(this.#servers.filter((s) => s.stale).map((s) => s.relist()));
     this.#build();
+    for (const server of this.#servers) server.used();
     return this.#defs.map((d) => ({ ...d }));
   }
 
@@ -182,6 +199,12 @@ class McpRegistry implements ToolRegistry {
         if (typeof tool.name !== "string" || seen.has(tool.name)) continue;
         seen.add(tool.name);
         if (tool.name.startsWith("_")) continue; // hooks and reserved names (SPEC 2.1)
+        if (requiresTask(tool)) {
+          this.#warnOnce(
+            `Skipped tool "${tool.name}" of server "${server.name}": it requires task-based execution (execution.taskSupport "required"), which the agent does not support`,
+          );
+          continue;
+        }
         const name = this.#names.nameFor(server.name, tool.name);
         const schema = objectSchema(tool.inputSchema);
         if ("skip" in schema) {

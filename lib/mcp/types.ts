@@ -69,6 +69,11 @@ export interface McpTool {
    * an object schema or skips the tool with a warning (SPEC section 5.4).
    */
   inputSchema?: unknown;
+  /**
+   * MCP 2025-11-25 `ToolExecution`: `taskSupport` `"required"` means the tool answers a plain
+   * `tools/call` with -32601, so the registry does not offer it (see `registry.ts`).
+   */
+  execution?: unknown;
   /** Any other field the server sent (`annotations`, `outputSchema`, `_meta`…); unused by the agent. */
   [key: string]: unknown;
 }
@@ -121,7 +126,7 @@ export interface McpConnectOptions {
   sessionId: string;
   /** `initialize`/`server/discover` and each `tools/list`; default 30000. */
   initTimeoutMs?: number;
-  /** Largest line accepted from a stdio server; default 4194304. */
+  /** Largest line accepted from a stdio server, and largest JSON answer or SSE event from an HTTP one, in bytes; default 4194304. */
   maxLineBytes?: number;
   /**
    * Sent as `clientInfo` in `initialize` (legacy) and as `_meta["io.modelcontextprotocol/clientInfo"]`
