@@ -18,7 +18,7 @@
 import type { HistoryItem, ResultBlock, ToolDef } from "./types.ts";
 import { byteLength, clampUtf8 } from "./utf8.ts";
 
-/** Upper limit of the summary's output tokens (SPEC section 8.2; the reference's 8192). */
+/** Upper limit of the summary's output tokens (SPEC section 8.2). */
 export const SUMMARY_MAX_OUTPUT_TOKENS = 8192;
 /** The session's first prompt is clamped to this many UTF-8 bytes in the summary input. */
 export const SUMMARY_TASK_MAX_BYTES = 16 * 1024;
@@ -35,7 +35,7 @@ const ELLIPSIS = "…";
 
 /**
  * The estimate at which the context is compacted: `min(floor(ctx / 4) * 3, ctx - out)`, in
- * tokens, never below 0 (SPEC section 8.1, integer math as in the reference).
+ * tokens, never below 0 (SPEC section 8.1; integer math: `ctx / 4` is rounded down first).
  * @param ctx the context window in tokens (`SPROUT_AGENT_MAX_CONTEXT_TOKENS`)
  * @param out the output limit in tokens (`SPROUT_AGENT_MAX_OUTPUT_TOKENS`)
  * @example tokenThreshold(128000, 32768) // 95232

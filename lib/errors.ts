@@ -1,5 +1,5 @@
 /**
- * The one error class of the core (CONVENTIONS lesson 4): callers branch on `code`.
+ * The one error class of the core: callers branch on `code`, never on the message text.
  * @module
  */
 

@@ -1,5 +1,5 @@
 /**
- * The events the loop emits while a prompt runs (CONVENTIONS lesson 2). The CLI prints them,
+ * The events the loop emits while a prompt runs, as data (never printed by the core). The CLI prints them,
  * `--json` writes them one per line (SPEC section 11), the ACP server turns them into
  * `session/update` notifications, and tests assert on them.
  * @module

@@ -68,8 +68,8 @@ export interface HookRunnerOptions {
  * all of the server's hooks). A completed call (any result, `isError` included) resets the
  * counter; a timeout raises it, and at 2 the server is killed through
  * `registry.killServer` and the counter cleared. A JSON-RPC or transport error neither
- * resets nor raises it (as the reference implementation does, REFERENCE.md 1.8): an error
- * proves the server answers, but not that the hook is fast.
+ * resets nor raises it (SPEC section 4.4): an error proves the server answers, but not that
+ * the hook is fast.
  * @example
  * const hooks = new HookRunner({ registry, allow: config.hookServers, timeoutMs: 2500 });
  * const results = await hooks.run("_Stop", { round: 3, rejectionsUsed: 0, rejectionsLeft: 3 });
@@ -199,7 +199,7 @@ let injectedCount = 0;
  *
  * The id is `hook` followed by a counter in base 62, 9 letters and digits in all
  * (`hook0000a`): unique within the process and, when `history` is given, never one already
- * in it. (SPEC section 7's `sprout_hook_<hook>_<server>_<n>` is replaced, issue 9: the
+ * in it (SPEC section 7; issue 9 replaced `sprout_hook_<hook>_<server>_<n>`: the
  * Mistral-family chat templates and the Mistral API refuse every id that is not exactly 9
  * alphanumeric characters, so the first objection ended a run with a 400. The hook and the
  * server are still in the call's name and in the result's JSON.)

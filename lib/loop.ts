@@ -1,7 +1,7 @@
 /**
  * One agent session and its prompts: rounds, tool execution, the `_Stop` gate and
  * compaction (SPEC sections 6, 7 and 8). No I/O of its own: the model, the tool registry
- * and the clock are passed in (CONVENTIONS lesson 1).
+ * and the clock are passed in, so tests can hand it fakes.
  * @module
  */
 

@@ -1,6 +1,6 @@
 /**
  * A push-based async iterable with a result promise: what a prompt run returns
- * (CONVENTIONS lesson 2). Producers `push` events and `close` with a result or an error;
+ * (events as data, for the CLI, ACP and tests alike). Producers `push` events and `close` with a result or an error;
  * consumers iterate the events and await `result`.
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * Fakes for hook authors and for our tests (CONVENTIONS lesson 10): a recording fake LLM HTTP
+ * Fakes for hook authors and for our tests (real wire bytes, not mocks): a recording fake LLM HTTP
  * server that speaks both the Anthropic Messages API and the Chat Completions API, streams
  * SSE like the real ones, and rejects with 400 every request the real API would reject.
  * Runs under Node, Bun and Deno (`node:http` on 127.0.0.1, a free port).

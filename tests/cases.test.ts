@@ -1,5 +1,5 @@
 /**
- * CASES.md audit (issue 6): the parts of a case's "Expect" that the tests named by its id
+ * docs/CASES.md audit (issue 6): the parts of a case's "Expect" that the tests named by its id
  * elsewhere did not assert, each as a test named by the id. The rest of every case is proved
  * by the tests listed in docs/RELIABILITY.md.
  * Real collaborators only: the wire clients against the validating fake LLM, real stdio MCP

@@ -1,6 +1,7 @@
 /**
  * Process checks for tests that prove no child outlives the agent. A killed child whose parent
- * is gone can stay a zombie until it is reaped (RUNTIMES.md), so zombies count as gone.
+ * is gone shows as a zombie (state `Z`) until it is reaped, under all three runtimes, so
+ * zombies count as gone.
  * @module
  */
 import { readdirSync, readFileSync } from "node:fs";
