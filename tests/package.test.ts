@@ -50,22 +50,25 @@ function ok(ran: Ran, what: string): string {
   return ran.stdout;
 }
 
-// The one import line to change when the entry point changes (e.g. to `createAgent`).
+// What to change when the entry point changes (e.g. to `createAgent`): the import, and the
+// prompt run it makes (which must leave `run`, with its events and `run.result`, and `close`).
 const IMPORT = `import { AgentSession, createModel, createRegistry, loadConfig, VERSION } from "sprout-agent";`;
+const START_RUN = `const config = loadConfig({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" }, (p) => readFileSync(p, "utf8"));
+const { registry } = await createRegistry([], { sessionId: "pkg" });
+const session = new AgentSession({ config, model: createModel(config), registry });
+const run = session.prompt("say hello");
+const close = () => registry.close();`;
 
 /** A plain-JavaScript program run unchanged by Node, Bun and Deno; prints one JSON line. */
 function program(specifier: (name: string) => string): string {
   return `${IMPORT.replace(`"sprout-agent"`, JSON.stringify(specifier("sprout-agent")))}
 import { startFakeLlm } from ${JSON.stringify(specifier("sprout-agent/testing"))};
 import { readFileSync } from "node:fs";
-const config = loadConfig({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" }, (p) => readFileSync(p, "utf8"));
-const { registry } = await createRegistry([], { sessionId: "pkg" });
-const session = new AgentSession({ config, model: createModel(config), registry });
-const run = session.prompt("say hello");
+${START_RUN}
 let text = "";
 for await (const e of run) if (e.type === "text-delta") text += e.text;
 const { stopReason } = await run.result;
-await registry.close();
+await close();
 console.log(JSON.stringify({ version: VERSION, text, stopReason, testing: typeof startFakeLlm, resolved: import.meta.resolve(${JSON.stringify(specifier("sprout-agent"))}) }));
 `;
 }
@@ -131,11 +134,11 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
   test("tsc type-checks a consumer against the declarations", async () => {
     writeFileSync(
       join(project, "consumer.ts"),
-      `${IMPORT}
-import type { AgentEvent } from "sprout-agent";
+      `import { type AgentEvent, VERSION } from "sprout-agent";
 import { startFakeLlm } from "sprout-agent/testing";
 const kind: AgentEvent["type"] = "text-delta";
-console.log(VERSION.length, kind, typeof AgentSession, typeof createModel, typeof createRegistry, typeof loadConfig, typeof startFakeLlm);
+const version: string = VERSION;
+console.log(version, kind, typeof startFakeLlm);
 `,
     );
     const options = { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, noEmit: true, types: [], lib: ["ES2023", "DOM"] };
