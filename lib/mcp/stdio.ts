@@ -56,6 +56,8 @@ export function childEnv(
  * Finds `command` the way a shell would: a name with a `/` is resolved against `cwd`,
  * anything else is looked up in the folders of `path`. Returns the absolute path of an
  * executable file, or `undefined`.
+ * @throws Deno's permission error when Deno may not check the executable bit (`accessSync`
+ *   reads the user id, which needs `--allow-sys`)
  */
 export function findCommand(command: string, path: string | undefined, cwd: string): string | undefined {
   const candidates = command.includes("/")
@@ -66,11 +68,51 @@ export function findCommand(command: string, path: string | undefined, cwd: stri
       if (!statSync(candidate).isFile()) continue;
       accessSync(candidate, constants.X_OK);
       return candidate;
-    } catch {
+    } catch (error) {
+      if (isPermissionError(error)) throw error;
       // not here
     }
   }
   return undefined;
+}
+
+/** Deno's error for an access it was not given (`NotCapable`; `PermissionDenied` before Deno 2). */
+function isPermissionError(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return name === "NotCapable" || name === "PermissionDenied";
+}
+
+interface DenoPermissions {
+  permissions: { querySync(descriptor: { name: string; kind?: string; command?: string }): { state: string } };
+}
+
+/**
+ * Under Deno, the flags a stdio server needs that this process was not given: `--allow-sys`
+ * (finding the command checks its executable bit, which reads the user id) and `--allow-run`
+ * (spawning `file`). Empty under Node and Bun, and when both are granted.
+ */
+function missingDenoFlags(file: string | undefined): string[] {
+  const deno = (globalThis as { Deno?: DenoPermissions }).Deno;
+  if (deno === undefined) return [];
+  const granted = (descriptor: { name: string; kind?: string; command?: string }) => {
+    try {
+      return deno.permissions.querySync(descriptor).state === "granted";
+    } catch {
+      return true; // cannot tell: report nothing rather than a wrong flag
+    }
+  };
+  const missing: string[] = [];
+  if (!granted(file === undefined ? { name: "run" } : { name: "run", command: file })) missing.push("--allow-run");
+  if (!granted({ name: "sys", kind: "uid" })) missing.push("--allow-sys");
+  return missing;
+}
+
+/** The reason a stdio server could not start for lack of Deno permissions, or undefined. */
+function permissionProblem(file: string | undefined): string | undefined {
+  const missing = missingDenoFlags(file);
+  if (missing.length === 0) return undefined;
+  if (missing.length === 2) return "Deno lacks --allow-run and --allow-sys, which stdio servers need";
+  return `Deno lacks ${missing[0]} (stdio servers need --allow-run and --allow-sys)`;
 }
 
 const liveGroups = new Set<number>();
@@ -153,12 +195,19 @@ export interface StdioProcess {
 
 /**
  * Starts a stdio server in its own process group (`detached: true`).
- * @throws {AgentError} `mcp-connect` when the command is not found on `PATH` or cannot start
+ * @throws {AgentError} `mcp-connect` when the command is not found on `PATH` or cannot start, naming
+ *   the missing Deno flag (`--allow-run`, `--allow-sys`) when that is why
  */
 export function spawnStdio(config: StdioServerConfig, options: SpawnStdioOptions): StdioProcess {
   const env = childEnv(options.env, config.env);
   const cwd = config.cwd ?? options.cwd;
-  const file = findCommand(config.command, env.PATH, cwd);
+  let file: string | undefined;
+  try {
+    file = findCommand(config.command, env.PATH, cwd);
+  } catch (error) {
+    const reason = permissionProblem(undefined) ?? `Deno may not check that command "${config.command}" is executable`;
+    throw new AgentError("mcp-connect", `Cannot start server "${options.name}": ${reason}`, { cause: error });
+  }
   if (file === undefined) {
     const where = config.command.includes("/") ? "not found or not executable" : "not found on PATH";
     throw new AgentError("mcp-connect", `Cannot start server "${options.name}": command "${config.command}" ${where}`);
@@ -172,7 +221,11 @@ export function spawnStdio(config: StdioServerConfig, options: SpawnStdioOptions
     });
   }
   if (child.pid === undefined) {
-    throw new AgentError("mcp-connect", `Cannot start server "${options.name}": command "${config.command}" did not start`);
+    // The reason arrives later as an `error` event (Deno: a denied --allow-run); without a
+    // listener it would be an uncaught error that ends the agent.
+    child.on("error", () => {});
+    const reason = permissionProblem(file) ?? `command "${config.command}" did not start`;
+    throw new AgentError("mcp-connect", `Cannot start server "${options.name}": ${reason}`);
   }
   return new StdioChild(child, child.pid, options);
 }

@@ -1,0 +1,159 @@
+/**
+ * The npm package as a user gets it: `npm pack` (which builds dist/ through `prepack`), the
+ * tarball installed into an empty project with no registry reachable, then `import` from
+ * "sprout-agent" under plain Node (no tsx: the built JavaScript), Bun (the TypeScript
+ * sources, through the `bun` export condition) and Deno (`npm:` through the project's
+ * node_modules), the declarations under tsc, and `npx sprout-agent`. Slow (pack + build, a
+ * few seconds) and independent of the runner, so it runs once.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { repoRoot, runsOnce } from "./helpers/runtime.ts";
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** npm must not reach a registry: every request goes to a closed port. */
+function offlineEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !/^(npm_|SPROUT_AGENT_|ANTHROPIC_|OPENAI_COMPAT_)/i.test(k)) env[k] = v;
+  }
+  return { ...env, NO_COLOR: "1", npm_config_registry: "http://127.0.0.1:9/", npm_config_update_notifier: "false", ...extra };
+}
+
+function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = offlineEnv()): Promise<Ran> {
+  const child = spawn(cmd, args, { cwd, env });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  return new Promise((resolve) =>
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    })
+  );
+}
+
+function ok(ran: Ran, what: string): string {
+  assert.equal(ran.code, 0, `${what} failed:\n${ran.stderr}\n${ran.stdout}`);
+  return ran.stdout;
+}
+
+// What to change when the entry point changes (e.g. to `createAgent`): the import, and the
+// prompt run it makes (which must leave `run`, with its events and `run.result`, and `close`).
+const IMPORT = `import { AgentSession, createModel, createRegistry, loadConfig, VERSION } from "sprout-agent";`;
+const START_RUN = `const config = loadConfig({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" }, (p) => readFileSync(p, "utf8"));
+const { registry } = await createRegistry([], { sessionId: "pkg" });
+const session = new AgentSession({ config, model: createModel(config), registry });
+const run = session.prompt("say hello");
+const close = () => registry.close();`;
+
+/** A plain-JavaScript program run unchanged by Node, Bun and Deno; prints one JSON line. */
+function program(specifier: (name: string) => string): string {
+  return `${IMPORT.replace(`"sprout-agent"`, JSON.stringify(specifier("sprout-agent")))}
+import { startFakeLlm } from ${JSON.stringify(specifier("sprout-agent/testing"))};
+import { readFileSync } from "node:fs";
+${START_RUN}
+let text = "";
+for await (const e of run) if (e.type === "text-delta") text += e.text;
+const { stopReason } = await run.result;
+await close();
+console.log(JSON.stringify({ version: VERSION, text, stopReason, testing: typeof startFakeLlm, resolved: import.meta.resolve(${JSON.stringify(specifier("sprout-agent"))}) }));
+`;
+}
+
+describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () => {
+  const version = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")).version as string;
+  const expected = { version, text: "hello from the package", stopReason: "end_turn", testing: "function" };
+  let dir = "";
+  let project = "";
+  let files: string[] = [];
+  const bin = (name: string) => join(repoRoot, "node_modules/.bin", name);
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sprout-pkg-"));
+    const packed = JSON.parse(ok(await run("npm", ["pack", "--json", "--pack-destination", dir], repoRoot), "npm pack").replace(/^[^[]*/, ""));
+    files = (packed[0].files as Array<{ path: string }>).map((f) => f.path);
+    project = join(dir, "project");
+    mkdirSync(project);
+    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+    ok(await run("npm", ["install", "--offline", "--no-audit", "--no-fund", join(dir, packed[0].filename)], project), "npm install");
+    writeFileSync(join(project, "script.json"), JSON.stringify([{ text: "hello from the package" }]));
+    writeFileSync(join(project, "main.mjs"), program((name) => name));
+    writeFileSync(join(project, "main-deno.mjs"), program((name) => `npm:${name}`));
+  });
+  after(() => {
+    if (dir !== "") rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("the tarball holds the built JavaScript, the declarations and the TypeScript sources, and no tests", () => {
+    for (const f of ["dist/mod.js", "dist/mod.d.ts", "dist/testing.js", "dist/testing.d.ts", "dist/cli.js", "mod.ts", "testing.ts", "cli.ts", "lib/loop.ts", "LICENSE", "README.md"]) {
+      assert.ok(files.includes(f), `${f} is missing from the tarball`);
+    }
+    const stray = files.filter((f) => !/^(dist\/|lib\/|(mod|testing|cli)\.ts$|README\.md$|LICENSE$|package\.json$)/.test(f));
+    assert.deepEqual(stray, []);
+    const pkg = join(project, "node_modules/sprout-agent");
+    assert.match(readFileSync(join(pkg, "dist/cli.js"), "utf8"), /^#!\/usr\/bin\/env node\n/);
+    for (const f of files.filter((f) => f.endsWith(".js"))) {
+      const js = readFileSync(join(pkg, f), "utf8");
+      assert.doesNotMatch(js, /^\s*(import|export)\b[^;]*["']\.{1,2}\/[^"']*\.ts["']/m, `${f} imports a .ts file`);
+      assert.doesNotMatch(js, /import\(\s*["']\.{1,2}\/[^"']*\.ts["']\s*\)/, `${f} imports a .ts file`);
+    }
+  });
+
+  test("plain Node (no tsx) imports the built JavaScript and runs a scripted prompt", async () => {
+    const out = JSON.parse(ok(await run("node", ["main.mjs"], project), "node"));
+    assert.deepEqual({ ...out, resolved: undefined }, { ...expected, resolved: undefined });
+    assert.match(out.resolved, /\/node_modules\/sprout-agent\/dist\/mod\.js$/);
+  });
+
+  test("Bun imports the TypeScript sources (the bun condition)", async () => {
+    const out = JSON.parse(ok(await run(bin("bun"), ["main.mjs"], project), "bun"));
+    assert.deepEqual({ ...out, resolved: undefined }, { ...expected, resolved: undefined });
+    assert.match(out.resolved, /\/node_modules\/sprout-agent\/mod\.ts$/);
+  });
+
+  test("Deno imports npm:sprout-agent from the project's node_modules", async () => {
+    const args = ["run", "--quiet", "--no-prompt", "--allow-read", "--allow-env", "main-deno.mjs"];
+    const out = JSON.parse(ok(await run(bin("deno"), args, project), "deno"));
+    assert.deepEqual({ ...out, resolved: undefined }, { ...expected, resolved: undefined });
+    assert.match(out.resolved, /\/node_modules\/sprout-agent\/dist\/mod\.js$/);
+  });
+
+  test("tsc type-checks a consumer against the declarations", async () => {
+    writeFileSync(
+      join(project, "consumer.ts"),
+      `import { type AgentEvent, VERSION } from "sprout-agent";
+import { startFakeLlm } from "sprout-agent/testing";
+const kind: AgentEvent["type"] = "text-delta";
+const version: string = VERSION;
+console.log(version, kind, typeof startFakeLlm);
+`,
+    );
+    const options = { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, noEmit: true, types: [], lib: ["ES2023", "DOM"] };
+    writeFileSync(join(project, "tsconfig.json"), JSON.stringify({ compilerOptions: options, files: ["consumer.ts"] }));
+    ok(await run("node", [join(repoRoot, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], project), "tsc");
+  });
+
+  test("npx sprout-agent runs the built CLI under Node: --version and a scripted run", async () => {
+    const npx = ["--offline", "--no", "--", "sprout-agent"];
+    const env = offlineEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" });
+    const [versionRun, promptRun] = await Promise.all([
+      run("npx", [...npx, "--version"], project),
+      run("npx", [...npx, "run", "say hello"], project, env),
+    ]);
+    assert.equal(ok(versionRun, "npx sprout-agent --version"), `sprout-agent ${version}\n`);
+    assert.match(ok(promptRun, "npx sprout-agent run"), /^hello from the package\n■ end_turn/);
+  });
+});
