@@ -11,6 +11,7 @@ import { AgentError } from "./errors.ts";
 import type { AgentEvent, HookOutcome } from "./events.ts";
 import type { CallToolResult, ToolRegistry } from "./mcp/types.ts";
 import { TRUNCATED_MARKER } from "./mcp/registry-tools.ts";
+import { formatSeconds } from "./time.ts";
 import { clampUtf8 } from "./utf8.ts";
 import type { HistoryItem } from "./types.ts";
 
@@ -152,8 +153,7 @@ export class HookRunner {
 
   #timedOut(server: string, hook: string): Omit<HookResult, "server" | "durationMs"> {
     const count = (this.#timeouts.get(server) ?? 0) + 1;
-    const seconds = Math.round(this.#timeoutMs / 100) / 10;
-    let message = `Hook "${hook}" of server "${server}" timed out after ${seconds} s (${count}/${HOOK_TIMEOUTS_BEFORE_KILL})`;
+    let message = `Hook "${hook}" of server "${server}" timed out after ${formatSeconds(this.#timeoutMs)} s (${count}/${HOOK_TIMEOUTS_BEFORE_KILL})`;
     if (count >= HOOK_TIMEOUTS_BEFORE_KILL) {
       this.#timeouts.delete(server);
       this.#registry.killServer(server, `hook timed out ${count} times in a row`);
