@@ -147,8 +147,9 @@ describe("hooks: calling (SPEC 4)", () => {
       .filter((f) => f.endsWith(".ts") && !["hook-points.ts", "testing.ts", "_fake_llm_wire.ts"].includes(f));
     const bad = files.filter((f) => /"(Stop|PostCompact)"|hook === "_/.test(readFileSync(join(repoRoot, "lib", f), "utf8")));
     assert.deepEqual(bad, []);
-    assert.deepEqual(Object.keys(HOOK_POINTS), ["_Stop", "_PostCompact"]);
-    assert.deepEqual(Object.values(HOOK_POINTS).map((p) => [p.event, p.effect]), [["Stop", "objection"], ["PostCompact", "injection"]]);
+    for (const [name, point] of Object.entries(HOOK_POINTS)) assert.equal(`_${point.event}`, name, "the _meta event is the hook name without its underscore");
+    assert.equal(HOOK_POINTS._Stop.effect, "objection");
+    assert.equal(HOOK_POINTS._PostCompact.effect, "injection");
   });
 
   test("text blocks are joined with newlines and capped at 16 KiB without splitting a character", async () => {
