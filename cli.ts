@@ -24,6 +24,7 @@ import { configSecrets, redact, redactEvent } from "./lib/redact.ts";
 import { killAllServers } from "./lib/mcp/stdio.ts";
 import type { McpServerConfig, ToolRegistry } from "./lib/mcp/types.ts";
 import { FLUSH_TIMEOUT_MS, trackedOutput } from "./lib/output.ts";
+import { formatDuration, formatSeconds } from "./lib/time.ts";
 import { VERSION } from "./lib/version.ts";
 
 const USAGE = `sprout-agent ${VERSION}: an LLM agent whose lifecycle MCP servers can steer
@@ -76,7 +77,7 @@ function exit(code: number): void {
   killAllServers();
   void Promise.all([stdout.flush(FLUSH_TIMEOUT_MS), stderr.flush(FLUSH_TIMEOUT_MS)]).then(([flushed]) => {
     if (!flushed) {
-      process.stderr.write(`sprout-agent: Cannot flush stdout: the reader took no output for ${FLUSH_TIMEOUT_MS / 1000} s, ${stdout.pending} writes lost\n`);
+      process.stderr.write(`sprout-agent: Cannot flush stdout: the reader took no output for ${formatSeconds(FLUSH_TIMEOUT_MS)} s, ${stdout.pending} writes lost\n`);
     }
     const lost = stdoutLost ?? (flushed ? undefined : 1);
     process.exit(code === 0 && lost !== undefined ? lost : code);
@@ -139,10 +140,6 @@ function shortArgs(args: Record<string, unknown>): string {
   return json.length > 80 ? `${json.slice(0, 77)}…` : json;
 }
 
-function seconds(ms: number): string {
-  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
-
 function firstLine(text: string, max = 160): string {
   const line = text.trim().split("\n").find((l) => l.trim() !== "") ?? "";
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
@@ -199,7 +196,7 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
           const args = started ? ` ${out.dim(shortArgs(started.args))}` : "";
           // A failure shows its error; a success the first line of what the model got back.
           const tail = e.ok ? out.dim(firstLine(e.output, 80) === "" ? "" : ` → ${firstLine(e.output, 80)}`) : ` ${out.red(firstLine(e.output, 120))}`;
-          line(`${e.ok ? out.green("✓") : out.red("✗")} ${e.name}${args} ${out.dim(`(${seconds(e.durationMs)})`)}${tail}`);
+          line(`${e.ok ? out.green("✓") : out.red("✗")} ${e.name}${args} ${out.dim(`(${formatDuration(e.durationMs)})`)}${tail}`);
           break;
         }
         case "hook":
@@ -231,7 +228,7 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
       if (r.refusal !== undefined) line(out.yellow(`⊘ refused: ${r.refusal}`));
       line(out.dim(
         `■ ${r.stopReason} · ${r.rounds} round${r.rounds === 1 ? "" : "s"} · ${r.toolCalls} tool call${r.toolCalls === 1 ? "" : "s"} · ` +
-          `${r.objections} objection${r.objections === 1 ? "" : "s"} · ${seconds(r.durationMs)}`,
+          `${r.objections} objection${r.objections === 1 ? "" : "s"} · ${formatDuration(r.durationMs)}`,
       ));
     },
   };

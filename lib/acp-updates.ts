@@ -6,6 +6,7 @@
  */
 
 import type { AgentEvent, PromptResult } from "./events.ts";
+import { HOOK_POINTS, type HookName, type HookPoint } from "./hook-points.ts";
 
 /** One `session/update` payload (the `update` field), `sessionUpdate` first. */
 export type SessionUpdate = { sessionUpdate: string } & Record<string, unknown>;
@@ -47,7 +48,8 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
     case "hook": {
       if (event.outcome === "objection") {
         const line = oneLine(event.text ?? "");
-        const verb = event.hook === "_Stop" ? "objected" : "added context";
+        const point = HOOK_POINTS[event.hook as HookName] as HookPoint | undefined;
+        const verb = point?.effect === "objection" ? "objected" : "added context";
         const text = `${event.hook} hook ${JSON.stringify(event.server)} ${verb}${line === "" ? "" : `: ${line}`}\n`;
         return { updates: [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } }] };
       }

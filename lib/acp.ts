@@ -22,6 +22,7 @@ import type { McpEra, ToolRegistry } from "./mcp/types.ts";
 import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./acp-params.ts";
 import { resultUpdates, sessionUpdates } from "./acp-updates.ts";
 import { configSecrets, redact, redactEvent } from "./redact.ts";
+import { formatSeconds, withTimeout } from "./time.ts";
 import { AGENT_NAME, VERSION } from "./version.ts";
 
 export { RPC_ERRORS } from "./acp-params.ts";
@@ -165,7 +166,7 @@ class AcpServer {
       await this.#shutdown();
       // Responses still queued behind a slow reader (a pipe holds 64 KiB) reach it before exit.
       if (!(await this.#stdout.flush(FLUSH_TIMEOUT_MS))) {
-        this.#log(`Cannot flush stdout: the client took no output for ${FLUSH_TIMEOUT_MS / 1000} s, ${this.#stdout.pending} messages lost`);
+        this.#log(`Cannot flush stdout: the client took no output for ${formatSeconds(FLUSH_TIMEOUT_MS)} s, ${this.#stdout.pending} messages lost`);
       }
     } finally {
       if (handleSignals) {
@@ -397,17 +398,4 @@ class AcpServer {
 function randomHex(bytes: number): string {
   const data = crypto.getRandomValues(new Uint8Array(bytes));
   return Array.from(data, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let stop = () => {};
-  const timeout = new Promise<undefined>((resolve) => {
-    const timer = setTimeout(() => resolve(undefined), ms);
-    stop = () => clearTimeout(timer);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    stop();
-  }
 }

@@ -15,6 +15,7 @@
  * @module
  */
 
+import { imageMarker } from "./results.ts";
 import type { HistoryItem, ResultBlock, ToolDef } from "./types.ts";
 import { byteLength, clampUtf8 } from "./utf8.ts";
 
@@ -332,12 +333,7 @@ function toolNameFor(id: string, history: readonly HistoryItem[], index: number)
 }
 
 function blocksText(blocks: readonly ResultBlock[]): string {
-  return blocks.map((b) => b.type === "text" ? b.text : `[image: ${b.mimeType}, ${base64Bytes(b.data)} bytes]`).join("\n");
-}
-
-function base64Bytes(data: string): number {
-  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
-  return Math.max(0, Math.floor((data.length * 3) / 4) - padding);
+  return blocks.map((b) => b.type === "text" ? b.text : imageMarker(b.mimeType, b.data)).join("\n");
 }
 
 /** Whitespace runs (newlines included) become one space; only the first `maxBytes` are looked at. */

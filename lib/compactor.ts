@@ -8,8 +8,8 @@
 import type { Config } from "./config.ts";
 import { isAbortError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
+import { hookMeta } from "./hook-points.ts";
 import type { HookRunner } from "./hooks.ts";
-import { injectionItems } from "./hooks.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
 import type { HistoryItem, Model, ToolDef, Usage } from "./types.ts";
 import {
@@ -117,7 +117,7 @@ export class Compactor {
     history: HistoryItem[],
     context: Parameters<Compactor["maybeCompact"]>[1] & { before: number; overhead: number },
   ): Promise<"summary" | "fallback" | "cancelled"> {
-    const { config, model, hooks, registry } = this.#options;
+    const { config, model, hooks } = this.#options;
     const request = buildSummaryRequest({
       originalTask: context.originalTask ?? "(unknown)",
       history,
@@ -167,13 +167,11 @@ export class Compactor {
     // call would lose it silently.
     const bare = size([]);
     if (bare >= context.before) return larger(bare);
-    const results = await hooks.run("_PostCompact", {
-      round: context.round,
-      rejectionsUsed: context.rejectionsUsed,
-      rejectionsLeft: Math.max(0, config.stopMaxRejections - context.rejectionsUsed),
-    });
-    const injected = results.filter((r) => r.outcome === "objection");
-    const postCompact = injectionItems("_PostCompact", injected, registry);
+    // The _PostCompact hook point (lib/hook-points.ts): its output joins the fresh context.
+    const { injected, items: postCompact } = await hooks.fire(
+      "_PostCompact",
+      hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections),
+    );
     const afterTokens = size(postCompact);
     history.splice(0, history.length, ...freshContext({ summary, currentPrompt, postCompact }));
     this.handoffs++;

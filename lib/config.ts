@@ -3,6 +3,7 @@
  * @module
  */
 
+import type { Env } from "./env.ts";
 import { AgentError } from "./errors.ts";
 import { headerProblem } from "./mcp/config.ts";
 import { redact } from "./redact.ts";
@@ -168,11 +169,7 @@ export function hooksEnabledFor(allow: HookServers, server: string): boolean {
   return allow.kind === "all" || (allow.kind === "only" && allow.names.includes(server));
 }
 
-/**
- * An environment as `process.env` holds it: variable name → value, `undefined` when unset.
- * Read by {@link loadConfig} and, for `${VAR}` expansion, by `parseMcpConfig` and `expandVars`.
- */
-export type Env = Record<string, string | undefined>;
+export type { Env } from "./env.ts";
 
 function integer(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];

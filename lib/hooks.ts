@@ -11,6 +11,8 @@ import { AgentError } from "./errors.ts";
 import type { AgentEvent, HookOutcome } from "./events.ts";
 import type { CallToolResult, ToolRegistry } from "./mcp/types.ts";
 import { TRUNCATED_MARKER } from "./mcp/registry-tools.ts";
+import { formatSeconds } from "./time.ts";
+import { HOOK_POINTS, type HookMeta, type HookName } from "./hook-points.ts";
 import { clampUtf8 } from "./utf8.ts";
 import type { HistoryItem } from "./types.ts";
 
@@ -19,21 +21,7 @@ export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
 /** Consecutive hook timeouts after which a server is killed (SPEC section 4.4). */
 export const HOOK_TIMEOUTS_BEFORE_KILL = 2;
 
-/** The hooks the agent calls (SPEC section 1); any other `_`-name is reserved and never called. */
-export type HookName = "_Stop" | "_PostCompact";
-
-/** Context sent to hook authors as `_meta["sprout-agent/hook"]` (SPEC section 2.3). */
-export interface HookMeta {
-  /**
-   * The round within the prompt, 1-based: for `_Stop`, the round whose response ended the
-   * turn; for `_PostCompact`, the round about to be sent.
-   */
-  round: number;
-  /** `_Stop` objections the session has used so far (never reset; SPEC section 7.2). */
-  rejectionsUsed: number;
-  /** `SPROUT_AGENT_STOP_MAX_REJECTIONS` minus `rejectionsUsed`: objections the session may still make. */
-  rejectionsLeft: number;
-}
+export type { HookMeta, HookName } from "./hook-points.ts";
 
 /** How one hook call on one server ended. */
 export interface HookResult {
@@ -110,7 +98,7 @@ export class HookRunner {
    * throws. Events are emitted in the same order.
    */
   async run(hook: HookName, meta: HookMeta): Promise<HookResult[]> {
-    const hookMeta = { event: hook === "_Stop" ? "Stop" : "PostCompact", ...meta };
+    const hookMeta = { event: HOOK_POINTS[hook].event, ...meta };
     const results = await Promise.all(this.targets(hook).map((server) => this.#callOne(server, hook, hookMeta)));
     for (const result of results) {
       const event: Extract<AgentEvent, { type: "hook" }> = {
@@ -126,6 +114,26 @@ export class HookRunner {
       if (result.message !== undefined) this.#onEvent?.({ type: "warning", message: result.message });
     }
     return results;
+  }
+
+  /**
+   * Fires a hook point: {@link HookRunner.run}, then the history items that inject the
+   * non-blank outputs ({@link injectionItems}, with ids not in `history`). What the items
+   * mean is the point's effect (`HOOK_POINTS[hook].effect`): for an `objection` point, any
+   * item is an objection.
+   * @returns every result, the results that had output (`injected`) and their items
+   * @example
+   * const { injected, items } = await hooks.fire("_Stop", hookMeta(3, 0, 3), history);
+   * if (injected.length > 0) history.push(...items);
+   */
+  async fire(
+    hook: HookName,
+    meta: HookMeta,
+    history: readonly HistoryItem[] = [],
+  ): Promise<{ results: HookResult[]; injected: HookResult[]; items: HistoryItem[] }> {
+    const results = await this.run(hook, meta);
+    const injected = results.filter((r) => r.outcome === "objection");
+    return { results, injected, items: injectionItems(hook, injected, this.#registry, history) };
   }
 
   async #callOne(server: string, hook: string, hookMeta: Record<string, unknown>): Promise<HookResult> {
@@ -152,8 +160,7 @@ export class HookRunner {
 
   #timedOut(server: string, hook: string): Omit<HookResult, "server" | "durationMs"> {
     const count = (this.#timeouts.get(server) ?? 0) + 1;
-    const seconds = Math.round(this.#timeoutMs / 100) / 10;
-    let message = `Hook "${hook}" of server "${server}" timed out after ${seconds} s (${count}/${HOOK_TIMEOUTS_BEFORE_KILL})`;
+    let message = `Hook "${hook}" of server "${server}" timed out after ${formatSeconds(this.#timeoutMs)} s (${count}/${HOOK_TIMEOUTS_BEFORE_KILL})`;
     if (count >= HOOK_TIMEOUTS_BEFORE_KILL) {
       this.#timeouts.delete(server);
       this.#registry.killServer(server, `hook timed out ${count} times in a row`);

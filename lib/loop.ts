@@ -5,10 +5,11 @@
  * @module
  */
 
-import { type Config, hooksEnabledFor } from "./config.ts";
+import type { Config } from "./config.ts";
 import { AgentError, isAbortError } from "./errors.ts";
 import { type AgentEvent, NO_REFUSAL_EXPLANATION, type PromptResult } from "./events.ts";
-import { HookRunner, injectionItems } from "./hooks.ts";
+import { hookMeta } from "./hook-points.ts";
+import { HookRunner } from "./hooks.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
 import { eventStream, type EventStream } from "./stream.ts";
 import { prepareToolCalls, runToolCalls } from "./tool-calls.ts";
@@ -46,6 +47,22 @@ export interface SessionOptions {
 
 /** A prompt in progress: iterate its events, await its result. */
 export type PromptRun = EventStream<AgentEvent, PromptResult>;
+
+/** What the steps of one prompt share: its input and its counts so far. */
+interface PromptState {
+  readonly text: string;
+  readonly signal: AbortSignal;
+  /** `now()` when the prompt started. */
+  readonly started: number;
+  readonly usage: Usage;
+  rounds: number;
+  toolCalls: number;
+  objections: number;
+  /** The last round ended in a `_Stop` objection: the next end of turn is final (SPEC 7.1). */
+  objectedLast: boolean;
+  /** `pause_turn` continuations in a row. */
+  pauses: number;
+}
 
 /**
  * One conversation: the history, the `_Stop` budget and the compaction count live here and
@@ -134,147 +151,195 @@ export class AgentSession {
     return stream;
   }
 
+  /**
+   * A prompt: rounds until one ends it. Each round is {@link AgentSession.#round}: compact,
+   * list tools, call the model, then handle a pause, the end of the turn (with the `_Stop`
+   * gate) or the tool calls.
+   */
   async #run(text: string, signal: AbortSignal): Promise<PromptResult> {
-    const started = this.#now();
-    const config = this.#config;
     this.originalTask ??= text;
     this.history.push({ role: "user", text });
-    const usage: Usage = { inputTokens: 0, outputTokens: 0 };
-    let rounds = 0;
-    let toolCalls = 0;
-    let objections = 0;
-    let objectedLast = false;
-    let pauses = 0;
-    const finish = (stopReason: StopReason): PromptResult => ({
-      stopReason,
-      rounds,
-      toolCalls,
-      objections,
-      usage,
-      durationMs: this.#now() - started,
-    });
-
+    const prompt: PromptState = {
+      text,
+      signal,
+      started: this.#now(),
+      usage: { inputTokens: 0, outputTokens: 0 },
+      rounds: 0,
+      toolCalls: 0,
+      objections: 0,
+      objectedLast: false,
+      pauses: 0,
+    };
     while (true) {
-      if (config.maxRounds > 0 && rounds >= config.maxRounds) return finish("max_turn_requests");
-      if (signal.aborted) return finish("cancelled");
+      const result = await this.#round(prompt);
+      if (result !== undefined) return result;
+    }
+  }
 
-      let tools: ToolDef[] = await this.#registry.listTools();
-      const compaction = await this.#compactor.maybeCompact(this.history, {
-        signal,
-        emit: this.#emit,
-        round: rounds + 1,
-        rejectionsUsed: this.stopRejections,
-        originalTask: this.originalTask,
-        usage,
+  /** One round; resolves with the prompt's result when the round ends the prompt, else `undefined`. */
+  async #round(prompt: PromptState): Promise<PromptResult | undefined> {
+    const { maxRounds } = this.#config;
+    if (maxRounds > 0 && prompt.rounds >= maxRounds) return this.#finish(prompt, "max_turn_requests");
+    if (prompt.signal.aborted) return this.#finish(prompt, "cancelled");
+    const tools = await this.#compact(prompt);
+    if (tools === "cancelled") return this.#finish(prompt, "cancelled");
+    this.#emit({ type: "round-start", round: prompt.rounds + 1 });
+    const called = await this.#callModel(prompt, tools);
+    if (called === "cancelled") return this.#finish(prompt, "cancelled");
+    const { response, streamedText } = called;
+    if (this.#continuesPause(prompt, response)) return undefined;
+    // A response cut off by the length limit never has its tool calls run (SPEC 6.6).
+    if (response.toolCalls.length === 0 || response.stop === "max_tokens") return this.#endTurn(prompt, response, streamedText);
+    await this.#runTools(prompt, response);
+    return prompt.signal.aborted ? this.#finish(prompt, "cancelled") : undefined;
+  }
+
+  /** The prompt's result with `stopReason` and the counts so far. */
+  #finish(prompt: PromptState, stopReason: StopReason): PromptResult {
+    const { rounds, toolCalls, objections, usage } = prompt;
+    return { stopReason, rounds, toolCalls, objections, usage, durationMs: this.#now() - prompt.started };
+  }
+
+  /**
+   * The compaction gate before a round (SPEC section 8); resolves with the tools the round
+   * sends, listed again after a compaction (a `_PostCompact` timeout may have killed a server).
+   */
+  async #compact(prompt: PromptState): Promise<ToolDef[] | "cancelled"> {
+    const tools = await this.#registry.listTools();
+    const compaction = await this.#compactor.maybeCompact(this.history, {
+      signal: prompt.signal,
+      emit: this.#emit,
+      round: prompt.rounds + 1,
+      rejectionsUsed: this.stopRejections,
+      originalTask: this.originalTask,
+      usage: prompt.usage,
+      tools,
+    });
+    if (compaction === "cancelled") return "cancelled";
+    return compaction === "none" ? tools : await this.#registry.listTools();
+  }
+
+  /** Sends the round's request, streaming its text; counts the round and its usage. */
+  async #callModel(
+    prompt: PromptState,
+    tools: ToolDef[],
+  ): Promise<{ response: LlmResponse; streamedText: boolean } | "cancelled"> {
+    const { signal } = prompt;
+    const sentBytes = this.#compactor.requestBytes(this.history, tools);
+    let streamedText = false;
+    let response: LlmResponse;
+    try {
+      response = await this.#model.complete({
+        system: this.#config.systemPrompt,
+        history: this.history,
         tools,
+        maxOutputTokens: this.#config.maxOutputTokens,
+        signal,
+        onTextDelta: (delta) => {
+          streamedText = true;
+          this.#emit({ type: "text-delta", text: delta });
+        },
+        onThinkingDelta: (delta) => this.#emit({ type: "thinking-delta", text: delta }),
+        onRetry: ({ attempt, delayMs, reason }) =>
+          this.#emit({ type: "warning", message: `LLM request failed (${reason}); retry ${attempt} in ${delayMs} ms` }),
       });
-      if (compaction === "cancelled") return finish("cancelled");
-      // A _PostCompact timeout may have killed a server: list again after a compaction.
-      if (compaction !== "none") tools = await this.#registry.listTools();
+    } catch (error) {
+      if (signal.aborted || isAbortError(error)) return "cancelled";
+      throw error;
+    }
+    prompt.rounds++;
+    if (response.usage) {
+      prompt.usage.inputTokens += response.usage.inputTokens;
+      prompt.usage.outputTokens += response.usage.outputTokens;
+    }
+    this.#compactor.recordUsage(response.usage, sentBytes);
+    return { response, streamedText };
+  }
 
-      this.#emit({ type: "round-start", round: rounds + 1 });
-      const sentBytes = this.#compactor.requestBytes(this.history, tools);
-      let streamedText = false;
-      let response: LlmResponse;
-      try {
-        response = await this.#model.complete({
-          system: config.systemPrompt,
-          history: this.history,
-          tools,
-          maxOutputTokens: config.maxOutputTokens,
-          signal,
-          onTextDelta: (delta) => {
-            streamedText = true;
-            this.#emit({ type: "text-delta", text: delta });
-          },
-          onThinkingDelta: (delta) => this.#emit({ type: "thinking-delta", text: delta }),
-          onRetry: ({ attempt, delayMs, reason }) =>
-            this.#emit({ type: "warning", message: `LLM request failed (${reason}); retry ${attempt} in ${delayMs} ms` }),
-        });
-      } catch (error) {
-        if (signal.aborted || isAbortError(error)) return finish("cancelled");
-        throw error;
-      }
-      rounds++;
-      if (response.usage) {
-        usage.inputTokens += response.usage.inputTokens;
-        usage.outputTokens += response.usage.outputTokens;
-      }
-      this.#compactor.recordUsage(response.usage, sentBytes);
+  /**
+   * True when the provider paused a long turn (`pause_turn`, no tool calls) and the pause is
+   * sent back unchanged so the model continues (at most {@link MAX_PAUSE_CONTINUATIONS} in a row).
+   */
+  #continuesPause(prompt: PromptState, response: LlmResponse): boolean {
+    if (response.stop === "pause_turn" && response.toolCalls.length === 0 && prompt.pauses < MAX_PAUSE_CONTINUATIONS) {
+      prompt.pauses++;
+      this.#pushAssistant(response, []);
+      return true;
+    }
+    prompt.pauses = 0;
+    return false;
+  }
 
-      if (response.stop === "pause_turn" && response.toolCalls.length === 0 && pauses < MAX_PAUSE_CONTINUATIONS) {
-        // The provider paused a long turn: send it back unchanged so the model continues.
-        pauses++;
-        this.#pushAssistant(response, []);
-        continue;
-      }
-      pauses = 0;
+  /** A response without tool calls to run: the prompt ends, unless the `_Stop` gate objects. */
+  async #endTurn(prompt: PromptState, response: LlmResponse, streamedText: boolean): Promise<PromptResult | undefined> {
+    this.#pushAssistant(response, []);
+    const stop = mapStop(response);
+    if (stop === "refusal") {
+      this.#forgetPrompt(prompt.text);
+      // A refusal text that never streamed (OpenAI's `refusal` field) is the explanation.
+      const unseen = streamedText ? "" : response.text.trim();
+      return { ...this.#finish(prompt, stop), refusal: response.refusal ?? (unseen === "" ? NO_REFUSAL_EXPLANATION : unseen) };
+    }
+    if (stop !== "end_turn") return this.#finish(prompt, stop);
+    return await this.#stopGate(prompt);
+  }
 
-      if (response.toolCalls.length === 0 || response.stop === "max_tokens") {
-        // A response cut off by the length limit never has its tool calls run (SPEC 6.6).
-        this.#pushAssistant(response, []);
-        const stop = mapStop(response);
-        if (stop === "refusal") {
-          this.#forgetPrompt(text);
-          // A refusal text that never streamed (OpenAI's `refusal` field) is the explanation.
-          const unseen = streamedText ? "" : response.text.trim();
-          return { ...finish(stop), refusal: response.refusal ?? (unseen === "" ? NO_REFUSAL_EXPLANATION : unseen) };
-        }
-        if (stop !== "end_turn") return finish(stop);
-        // The _Stop gate (SPEC section 7).
-        if (objectedLast) return finish("end_turn");
-        if (this.stopRejections >= config.stopMaxRejections) {
-          if (config.stopMaxRejections > 0 && this.#registry.hookServers("_Stop").some((s) => hooksEnabledFor(config.hookServers, s))) {
-            this.#emit({
-              type: "warning",
-              message: `Stop-hook budget exhausted (${config.stopMaxRejections} objections used): ending the turn without calling _Stop`,
-            });
-          }
-          return finish("end_turn");
-        }
-        const results = await this.#hooks.run("_Stop", {
-          round: rounds,
-          rejectionsUsed: this.stopRejections,
-          rejectionsLeft: config.stopMaxRejections - this.stopRejections,
-        });
-        const objecting = results.filter((r) => r.outcome === "objection");
-        if (objecting.length === 0) return finish("end_turn");
-        this.stopRejections++;
-        objections++;
-        objectedLast = true;
-        this.history.push(...injectionItems("_Stop", objecting, this.#registry, this.history));
-        continue;
-      }
-
-      // Legal ids and names for history; calls the loop answers itself (SPEC 2.2, 6.6).
-      const prepared = prepareToolCalls(response, this.history, () => ++this.#idCounter);
-      let calls = prepared.calls;
-      if (calls.length > MAX_TOOL_CALLS_PER_RESPONSE) {
+  /**
+   * The `_Stop` hook point (SPEC section 7, lib/hook-points.ts): an objection injects its
+   * text and the prompt goes on; no objection, an objection in the round before, or an
+   * exhausted budget ends the turn.
+   */
+  async #stopGate(prompt: PromptState): Promise<PromptResult | undefined> {
+    const max = this.#config.stopMaxRejections;
+    if (prompt.objectedLast) return this.#finish(prompt, "end_turn");
+    if (this.stopRejections >= max) {
+      if (max > 0 && this.#hooks.targets("_Stop").length > 0) {
         this.#emit({
           type: "warning",
-          message: `The model asked for ${calls.length} tool calls in one response: only the first ${MAX_TOOL_CALLS_PER_RESPONSE} run`,
+          message: `Stop-hook budget exhausted (${max} objections used): ending the turn without calling _Stop`,
         });
-        calls = calls.slice(0, MAX_TOOL_CALLS_PER_RESPONSE);
       }
-      this.#pushAssistant(response, calls);
-      objectedLast = false;
-      toolCalls += calls.length;
-      const results = await runToolCalls(calls, {
-        registry: this.#registry,
-        signal,
-        maxParallel: config.maxParallelTools,
-        timeoutMs: config.toolTimeoutMs,
-        maxResultBytes: config.maxToolResultBytes,
-        refused: prepared.refused,
-        emit: this.#emit,
-        now: this.#now,
-      });
-      calls.forEach((call, i) => {
-        const outcome = results[i] ?? { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
-        this.history.push({ role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError });
-      });
-      if (signal.aborted) return finish("cancelled");
+      return this.#finish(prompt, "end_turn");
     }
+    const { injected, items } = await this.#hooks.fire("_Stop", hookMeta(prompt.rounds, this.stopRejections, max), this.history);
+    if (injected.length === 0) return this.#finish(prompt, "end_turn");
+    this.stopRejections++;
+    prompt.objections++;
+    prompt.objectedLast = true;
+    this.history.push(...items);
+    return undefined;
+  }
+
+  /** Runs the response's tool calls (at most {@link MAX_TOOL_CALLS_PER_RESPONSE}) and appends their results. */
+  async #runTools(prompt: PromptState, response: LlmResponse): Promise<void> {
+    const config = this.#config;
+    // Legal ids and names for history; calls the loop answers itself (SPEC 2.2, 6.6).
+    const prepared = prepareToolCalls(response, this.history, () => ++this.#idCounter);
+    let calls = prepared.calls;
+    if (calls.length > MAX_TOOL_CALLS_PER_RESPONSE) {
+      this.#emit({
+        type: "warning",
+        message: `The model asked for ${calls.length} tool calls in one response: only the first ${MAX_TOOL_CALLS_PER_RESPONSE} run`,
+      });
+      calls = calls.slice(0, MAX_TOOL_CALLS_PER_RESPONSE);
+    }
+    this.#pushAssistant(response, calls);
+    prompt.objectedLast = false;
+    prompt.toolCalls += calls.length;
+    const results = await runToolCalls(calls, {
+      registry: this.#registry,
+      signal: prompt.signal,
+      maxParallel: config.maxParallelTools,
+      timeoutMs: config.toolTimeoutMs,
+      maxResultBytes: config.maxToolResultBytes,
+      refused: prepared.refused,
+      emit: this.#emit,
+      now: this.#now,
+    });
+    calls.forEach((call, i) => {
+      const outcome = results[i] ?? { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
+      this.history.push({ role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError });
+    });
   }
 
   /**

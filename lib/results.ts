@@ -5,6 +5,7 @@
  * @module
  */
 
+import { base64DecodedBytes } from "./base64.ts";
 import type { ResultBlock } from "./types.ts";
 import { byteLength, clampUtf8, tailUtf8 } from "./utf8.ts";
 
@@ -65,6 +66,15 @@ export function formatToolContent(content: readonly ResultBlock[], maxBytes: num
 /** The text of a result's blocks, images as markers: for display and events. */
 export function contentText(content: readonly ResultBlock[]): string {
   return content
-    .map((b) => (b.type === "text" ? b.text : `[image: ${b.mimeType}, ${Math.floor((b.data.length * 3) / 4)} bytes]`))
+    .map((b) => (b.type === "text" ? b.text : imageMarker(b.mimeType, b.data)))
     .join("\n");
+}
+
+/**
+ * The text that stands for a base64 image wherever a result is shown as text (SPEC section
+ * 6.7): in `tool-end` events, in the model's tool-result text and in summary requests.
+ * @example imageMarker("image/png", "aGk=") // "[image: image/png, 2 bytes]"
+ */
+export function imageMarker(mimeType: string, base64: string): string {
+  return `[image: ${mimeType}, ${base64DecodedBytes(base64)} bytes]`;
 }

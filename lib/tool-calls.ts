@@ -7,7 +7,7 @@
 import { numberedCallId, unusedId, usedCallIds } from "./call-ids.ts";
 import { isAbortError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
-import { TOOL_NAME_PATTERN } from "./llm/validate.ts";
+import { TOOL_NAME_PATTERN } from "./mcp/registry-tools.ts";
 import type { ToolOutcome, ToolRegistry } from "./mcp/types.ts";
 import { contentText, formatToolContent } from "./results.ts";
 import type { HistoryItem, LlmResponse, ToolCall } from "./types.ts";

@@ -1,10 +1,11 @@
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { numberedCallId } from "../lib/call-ids.ts";
+import { HOOK_POINTS, hookMeta } from "../lib/hook-points.ts";
 import { HookRunner, injectionItems, type HookResult } from "../lib/hooks.ts";
 import type { HistoryItem } from "../lib/types.ts";
 import { parseHookServers } from "../lib/config.ts";
@@ -125,6 +126,30 @@ describe("hooks: calling (SPEC 4)", () => {
     } finally {
       await registry.close();
     }
+  });
+
+  test("fire() runs the point and returns the injection items of the outputs only", async () => {
+    const { registry, hooks } = await setup([stopServer("a", () => text("open todos")), stopServer("b", () => text(""))]);
+    try {
+      const { results, injected, items } = await hooks.fire("_Stop", hookMeta(2, 0, 3));
+      assert.deepEqual(results.map((r) => r.outcome), ["objection", "none"]);
+      assert.deepEqual(injected.map((r) => r.server), ["a"]);
+      assert.equal(items.length, 2);
+      assert.equal(items[0]!.role === "assistant" && items[0]!.toolCalls[0]!.name, registry.qualifiedName("a", "_Stop"));
+      assert.deepEqual(hookMeta(4, 3, 3), { round: 4, rejectionsUsed: 3, rejectionsLeft: 0 });
+    } finally {
+      await registry.close();
+    }
+  });
+
+  test("the hook points live in lib/hook-points.ts: no other lib/ file names a hook's _meta event or tests a hook's name", () => {
+    const files = readdirSync(join(repoRoot, "lib"), { recursive: true }).map(String)
+      .filter((f) => f.endsWith(".ts") && !["hook-points.ts", "testing.ts", "_fake_llm_wire.ts"].includes(f));
+    const bad = files.filter((f) => /"(Stop|PostCompact)"|hook === "_/.test(readFileSync(join(repoRoot, "lib", f), "utf8")));
+    assert.deepEqual(bad, []);
+    for (const [name, point] of Object.entries(HOOK_POINTS)) assert.equal(`_${point.event}`, name, "the _meta event is the hook name without its underscore");
+    assert.equal(HOOK_POINTS._Stop.effect, "objection");
+    assert.equal(HOOK_POINTS._PostCompact.effect, "injection");
   });
 
   test("text blocks are joined with newlines and capped at 16 KiB without splitting a character", async () => {

@@ -73,3 +73,82 @@ describe("import graph of mod.ts", () => {
     assert.deepEqual(specs.sort(), ["./a.ts", "./b.ts", "./c.ts", "./d.ts", "zod"]);
   });
 });
+
+/** Every `.ts` file under `lib/`, absolute. */
+function libFiles(): string[] {
+  return readdirSync(resolve(repoRoot, "lib"), { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => resolve(repoRoot, "lib", f));
+}
+
+/** The relative imports of every `lib/**` file, as repository-relative paths (`lib/loop.ts` → `lib/hooks.ts`, …). */
+function libGraph(): Map<string, string[]> {
+  const edges = new Map<string, string[]>();
+  for (const file of libFiles()) {
+    const targets = specifiers(readFileSync(file, "utf8"))
+      .filter((s) => s.startsWith("."))
+      .map((s) => relative(repoRoot, resolve(dirname(file), s)).split("\\").join("/"));
+    edges.set(relative(repoRoot, file).split("\\").join("/"), targets);
+  }
+  return edges;
+}
+
+/** Every cycle of `edges` (one per strongly connected group of files), each as `a → b → a`. */
+function cycles(edges: Map<string, string[]>): string[] {
+  const found: string[] = [];
+  const state = new Map<string, "open" | "done">();
+  const path: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, "open");
+    path.push(file);
+    for (const next of edges.get(file) ?? []) {
+      if (state.get(next) === "open") found.push([...path.slice(path.indexOf(next)), next].join(" → "));
+      else if (!state.has(next)) visit(next);
+    }
+    path.pop();
+    state.set(file, "done");
+  };
+  for (const file of [...edges.keys()].sort()) if (!state.has(file)) visit(file);
+  return found;
+}
+
+/** The layering rules of docs/ARCHITECTURE.md broken by `edges`, one line per offending import. */
+function layeringProblems(edges: Map<string, string[]>): string[] {
+  const problems = cycles(edges).map((c) => `import cycle: ${c}`);
+  // The fake LLM's own files, and the two entry points that expose it to tests.
+  const fake = new Set(["lib/llm/validate.ts", "lib/_fake_llm_wire.ts"]);
+  const fakeUsers = new Set([...fake, "lib/testing.ts", "testing.ts"]);
+  for (const [file, targets] of edges) {
+    for (const target of targets) {
+      if (file.startsWith("lib/mcp/") && target.startsWith("lib/llm/")) problems.push(`${file} (lib/mcp) imports ${target} (lib/llm)`);
+      if (fake.has(target) && !fakeUsers.has(file)) problems.push(`${file} imports the fake LLM's ${target}`);
+    }
+  }
+  return problems;
+}
+
+describe("layering of lib/", () => {
+  test("no import cycle, lib/mcp never imports lib/llm, only the testing entry imports the fake LLM", () => {
+    const edges = libGraph();
+    assert.ok(edges.size > 20, `only ${edges.size} files in lib/`);
+    assert.deepEqual(layeringProblems(edges), []);
+  });
+
+  test("the checks name what they catch", () => {
+    const edges = new Map<string, string[]>([
+      ["lib/a.ts", ["lib/b.ts"]],
+      ["lib/b.ts", ["lib/c.ts"]],
+      ["lib/c.ts", ["lib/a.ts"]],
+      ["lib/mcp/x.ts", ["lib/llm/sse.ts"]],
+      ["lib/tool-calls.ts", ["lib/llm/validate.ts"]],
+      ["lib/testing.ts", ["lib/llm/validate.ts", "lib/_fake_llm_wire.ts"]],
+      ["lib/_fake_llm_wire.ts", ["lib/llm/validate.ts"]],
+    ]);
+    assert.deepEqual(layeringProblems(edges), [
+      "import cycle: lib/a.ts → lib/b.ts → lib/c.ts → lib/a.ts",
+      "lib/mcp/x.ts (lib/mcp) imports lib/llm/sse.ts (lib/llm)",
+      "lib/tool-calls.ts imports the fake LLM's lib/llm/validate.ts",
+    ]);
+  });
+});

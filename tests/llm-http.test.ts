@@ -70,7 +70,7 @@ describe("LLM request timeout (SPROUT_AGENT_LLM_TIMEOUT_SECS)", () => {
   });
 });
 
-describe("LLM response bodies are bounded (lib/llm/http.ts, lib/llm/body.ts)", () => {
+describe("LLM response bodies are bounded (lib/llm/http.ts, lib/http/body.ts)", () => {
   const MiB = 1024 * 1024;
 
   /** Runs one request against `flood` and returns the error and the server's record. */

@@ -1,7 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { AgentError } from "../lib/errors.ts";
-import { AttemptError, backoffDelay, parseRetryAfter, sleep, withRetry } from "../lib/llm/retry.ts";
+import { AttemptError, backoffDelay, parseRetryAfter, withRetry } from "../lib/llm/retry.ts";
+import { sleep } from "../lib/time.ts";
 
 const noWait = (waits: number[]) => (ms: number) => {
   waits.push(ms);

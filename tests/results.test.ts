@@ -1,6 +1,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { formatToolContent, NO_OUTPUT, truncateMiddle } from "../lib/results.ts";
+import { base64DecodedBytes } from "../lib/base64.ts";
+import { resultText } from "../lib/llm/http.ts";
+import { contentText, formatToolContent, NO_OUTPUT, truncateMiddle } from "../lib/results.ts";
+import type { ResultBlock } from "../lib/types.ts";
 import { byteLength } from "../lib/utf8.ts";
 
 describe("tool results (SPEC section 6.7)", () => {
@@ -36,5 +39,25 @@ describe("tool results (SPEC section 6.7)", () => {
     const cut = truncateMiddle(text, 1001);
     assert.ok(byteLength(cut) <= 1001);
     assert.ok(!cut.includes("\uFFFD"));
+  });
+});
+
+describe("one image, one size (the tool-end event, the model's text, the summary request)", () => {
+  // "hi" is 2 bytes: padded "aGk=", unpadded "aGk", and MIME-wrapped base64 all decode to 2.
+  const image = (data: string): ResultBlock => ({ type: "image", mimeType: "image/png", data });
+
+  test("the tool-end output and the model text give a padded image the same, decoded size", () => {
+    const content = [image("aGk=")];
+    assert.equal(contentText(content), "[image: image/png, 2 bytes]");
+    assert.equal(resultText(content), contentText(content));
+  });
+
+  test("base64DecodedBytes counts decoded bytes whatever the padding and line breaks", () => {
+    assert.equal(base64DecodedBytes(""), 0);
+    assert.equal(base64DecodedBytes("aA=="), 1);
+    assert.equal(base64DecodedBytes("aGk="), 2);
+    assert.equal(base64DecodedBytes("aGk"), 2);
+    assert.equal(base64DecodedBytes("aGVs\r\nbG8=\n"), 5);
+    assert.equal(base64DecodedBytes(btoa("x".repeat(1000))), 1000);
   });
 });

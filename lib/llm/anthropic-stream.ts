@@ -9,7 +9,7 @@
 import type { LlmResponse, ProviderStop, ToolCall } from "../types.ts";
 import { clip, errorObjectText, parseArguments } from "./http.ts";
 import { AttemptError, isRetryableStatus } from "./retry.ts";
-import type { SseEvent } from "./sse.ts";
+import type { SseEvent } from "../http/sse.ts";
 
 type Block = Record<string, unknown>;
 

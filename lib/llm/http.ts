@@ -6,10 +6,12 @@
  * @module
  */
 
-import { BodyLimitError, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "./body.ts";
-import { abortReason, AttemptError, isRetryableStatus, parseRetryAfter } from "./retry.ts";
-import { readSse, type SseEvent } from "./sse.ts";
+import { BodyLimitError, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "../http/body.ts";
+import { AttemptError, isRetryableStatus, parseRetryAfter } from "./retry.ts";
+import { abortReason } from "../time.ts";
+import { readSse, type SseEvent } from "../http/sse.ts";
 import { headerSecrets, redact } from "../redact.ts";
+import { imageMarker } from "../results.ts";
 import type { ResultBlock } from "../types.ts";
 
 /** How one attempt is sent. */
@@ -217,11 +219,6 @@ export function resultText(content: readonly ResultBlock[]): string {
   return text === "" ? "(no output)" : text;
 }
 
-/** `[image: image/png, 12345 bytes]` for a base64 image (SPEC section 6.7). */
-export function imageMarker(mimeType: string, base64: string): string {
-  const bytes = Math.floor((base64.replace(/[^A-Za-z0-9+/]/g, "").length * 3) / 4);
-  return `[image: ${mimeType}, ${bytes} bytes]`;
-}
 
 /** Emits a non-streamed response's whole text through `onTextDelta`, then returns it. */
 export function withText<T extends { text: string }>(response: T, onTextDelta?: (text: string) => void): T {

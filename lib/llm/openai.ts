@@ -9,7 +9,7 @@ import { randomCallId } from "../call-ids.ts";
 import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../types.ts";
 import { clip, errorObjectText, parseArguments, resultText, sendAttempt, withText } from "./http.ts";
 import { AttemptError, type RetryOptions, withRetry } from "./retry.ts";
-import type { SseEvent } from "./sse.ts";
+import type { SseEvent } from "../http/sse.ts";
 
 /** Options of {@link createOpenAiModel}. */
 export interface OpenAiOptions {

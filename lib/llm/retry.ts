@@ -6,7 +6,8 @@
  * @module
  */
 
-import { abortError, AgentError, isAbortError } from "../errors.ts";
+import { AgentError } from "../errors.ts";
+import { abortReason, sleep } from "../time.ts";
 
 /** SPEC section 9: at most 4 attempts. */
 export const MAX_ATTEMPTS = 4;
@@ -70,29 +71,6 @@ export function backoffDelay(attempt: number, options: { baseMs?: number; maxMs?
   return Math.min(max, Math.round(nominal * factor));
 }
 
-/**
- * Waits `ms` milliseconds; rejects with an `AbortError` as soon as `signal` aborts.
- */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortReason(signal));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortReason(signal));
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/** The signal's reason when it is an AbortError, else a fresh `AbortError`. */
-export function abortReason(signal: AbortSignal | undefined): Error {
-  const reason: unknown = signal?.reason;
-  return isAbortError(reason) ? (reason as Error) : abortError();
-}
 
 /** Options of {@link withRetry}. */
 export interface RetryOptions {

@@ -5,6 +5,8 @@
  */
 
 import process from "node:process";
+import { type Env, expandVars } from "../env.ts";
+import { sleep } from "../time.ts";
 import { abortError, AgentError } from "../errors.ts";
 import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../types.ts";
 
@@ -75,7 +77,7 @@ async function emit(text: string, request: LlmRequest): Promise<void> {
   if (text === "" || request.onTextDelta === undefined) return;
   const size = Math.max(1, Math.ceil(text.length / 3));
   for (let i = 0; i < text.length; i += size) {
-    if (i > 0) await new Promise((resolve) => setTimeout(resolve, 0));
+    if (i > 0) await sleep(0);
     if (request.signal?.aborted) throw abortError();
     request.onTextDelta(text.slice(i, i + size));
   }
@@ -91,15 +93,9 @@ function summaryOf(history: readonly HistoryItem[]): string {
  * Replaces `${VAR}` and `${VAR:-default}` in every string value (not keys) of `value`.
  * An unset `${VAR}` becomes `""`; the default applies when the variable is unset or empty.
  */
-export function expandEnv<T>(value: T, env: Record<string, string | undefined>): T {
-  const expand = (s: string) =>
-    s.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, fallback: string | undefined) => {
-      const v = env[name];
-      if (fallback !== undefined) return v === undefined || v === "" ? fallback : v;
-      return v ?? "";
-    });
+export function expandEnv<T>(value: T, env: Env): T {
   const walk = (v: unknown): unknown => {
-    if (typeof v === "string") return expand(v);
+    if (typeof v === "string") return expandVars(v, env);
     if (Array.isArray(v)) return v.map(walk);
     if (typeof v === "object" && v !== null) {
       return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x)]));

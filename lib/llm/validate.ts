@@ -18,9 +18,8 @@
  */
 
 import { createHash } from "node:crypto";
+import { TOOL_NAME_PATTERN } from "../mcp/registry-tools.ts";
 
-/** The tool-name pattern both APIs accept (SPEC section 5.1). */
-export const TOOL_NAME_PATTERN: RegExp = /^[a-zA-Z0-9_-]{1,64}$/;
 /** The longest tool-call id some OpenAI models accept. */
 export const OPENAI_MAX_TOOL_CALL_ID = 40;
 

@@ -5,25 +5,15 @@
  */
 
 import { AgentError } from "../errors.ts";
-import type { Env } from "../config.ts";
+import { type Env, expandVars } from "../env.ts";
 import type { McpServerConfig } from "./types.ts";
+
+export { expandVars };
 
 /** Legal server names in `.mcp.json` (SPEC section 5.2); `__` is also refused. */
 export const SERVER_NAME_PATTERN: RegExp = /^[A-Za-z0-9_-]{1,64}$/;
 /** At most this many servers per session (SPEC section 5.4). */
 export const MAX_SERVERS = 16;
-
-/**
- * Expands `${VAR}` and `${VAR:-default}` from `env`. An unset variable without a default
- * becomes the empty string.
- * @example expandVars("Bearer ${TOKEN:-none}", {}) // "Bearer none"
- */
-export function expandVars(text: string, env: Env): string {
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, fallback?: string) => {
-    const value = env[name];
-    return value !== undefined && value !== "" ? value : fallback ?? "";
-  });
-}
 
 /**
  * The keys of the object at `path` inside JSON `text`, in the order they are written

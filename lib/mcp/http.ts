@@ -7,9 +7,10 @@
  */
 
 import { AgentError } from "../errors.ts";
-import { MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "../llm/body.ts";
-import { readSse } from "../llm/sse.ts";
+import { MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "../http/body.ts";
+import { readSse } from "../http/sse.ts";
 import { headerSecrets, redact } from "../redact.ts";
+import { sleep } from "../time.ts";
 import { JsonRpcError } from "./jsonrpc.ts";
 import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
 import type { HttpServerConfig } from "./types.ts";
@@ -384,18 +385,4 @@ export function encodeHeaderValue(value: string): string {
   let binary = "";
   for (const byte of new TextEncoder().encode(value)) binary += String.fromCharCode(byte);
   return `=?base64?${btoa(binary)}?=`;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolveSleep, rejectSleep) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolveSleep();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      rejectSleep(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

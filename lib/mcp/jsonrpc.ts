@@ -6,6 +6,7 @@
  */
 
 import { abortError, AgentError } from "../errors.ts";
+import { formatSeconds } from "../time.ts";
 
 /** A JSON-RPC request or response id. */
 export type JsonRpcId = number | string;
@@ -312,11 +313,6 @@ export class JsonRpcPeer {
       );
     });
   }
-}
-
-/** `2500` → `"2.5"`, `30000` → `"30"`. */
-export function formatSeconds(ms: number): string {
-  return String(Math.round(ms / 100) / 10);
 }
 
 function capitalize(s: string): string {

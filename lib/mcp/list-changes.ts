@@ -8,7 +8,7 @@
  */
 
 import { AgentError, isAbortError } from "../errors.ts";
-import { formatSeconds } from "./jsonrpc.ts";
+import { formatSeconds, withTimeout } from "../time.ts";
 import type { JsonRpcId, JsonRpcPeer } from "./jsonrpc.ts";
 
 /**
@@ -170,13 +170,10 @@ export class ToolListChanges {
         this.#ended(sub, isAbortError(error) ? undefined : messageOf(error));
       },
     );
-    let timer: ReturnType<typeof setTimeout> | undefined;
     const waitMs = Math.min(Math.max(1, deadline - Date.now()), SUBSCRIBE_ACK_TIMEOUT_MS);
-    const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), waitMs)));
-    const outcome = await Promise.race([ack, timeout]);
-    clearTimeout(timer);
-    if (outcome === "timeout" || outcome instanceof Error) {
-      const why = outcome === "timeout" ? `no acknowledgement within ${formatSeconds(waitMs)} s` : outcome.message;
+    const outcome = await withTimeout(ack, waitMs);
+    if (outcome === undefined || outcome instanceof Error) {
+      const why = outcome === undefined ? `no acknowledgement within ${formatSeconds(waitMs)} s` : outcome.message;
       if (this.#subscription === sub) this.#subscription = undefined;
       controller.abort();
       if (!o.closed()) o.warn(`Cannot subscribe to the tool-list changes of server "${o.name}": ${why}`);

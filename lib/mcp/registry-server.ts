@@ -5,6 +5,7 @@
  */
 
 import { AgentError } from "../errors.ts";
+import { formatSeconds } from "../time.ts";
 import type { McpConnection, McpConnectOptions, McpExitInfo, McpServerConfig, McpTool } from "./types.ts";
 
 /** Where a server stands: `dead` servers restart on their next tool use, `exhausted` ones never. */
@@ -100,7 +101,7 @@ export class ServerHandle {
     const conn = await settleWithin(
       o.connect(this.config, options),
       o.initTimeoutMs,
-      `Cannot start server "${this.name}": connecting timed out after ${seconds(o.initTimeoutMs)} s`,
+      `Cannot start server "${this.name}": connecting timed out after ${formatSeconds(o.initTimeoutMs)} s`,
       (late) => late.kill(),
     );
     let tools: McpTool[];
@@ -186,7 +187,7 @@ export class ServerHandle {
   async ready(): Promise<McpConnection | string> {
     if (this.status === "dead" && this.#restarting === undefined && !this.#closed) {
       const wait = this.#nextRetryAt - this.#options.now();
-      if (wait > 0) return `Server "${this.name}" is not running: ${this.reason}; next restart attempt in ${seconds(wait)} s`;
+      if (wait > 0) return `Server "${this.name}" is not running: ${this.reason}; next restart attempt in ${formatSeconds(wait)} s`;
       this.#restarting = this.#restart().finally(() => {
         this.#restarting = undefined;
       });
@@ -246,11 +247,6 @@ export function exitText(info: McpExitInfo | undefined): string {
   if (info === undefined) return "connection lost";
   if (info.code !== null) return `exit code ${info.code}`;
   return info.signal !== null ? `signal ${info.signal}` : "connection closed";
-}
-
-/** `ms` as seconds for messages: `2.5`, `660`. */
-export function seconds(ms: number): string {
-  return String(Math.round(ms / 100) / 10);
 }
 
 /** Rejects with `AgentError("timeout", message)` after `ms`; a late value goes to `onLate`. */

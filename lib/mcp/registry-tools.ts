@@ -9,10 +9,16 @@ import { createHash } from "node:crypto";
 import type { ResultBlock } from "../types.ts";
 import type { CallToolResult, ToolOutcome } from "./types.ts";
 
-import { TOOL_NAME_PATTERN } from "../llm/validate.ts";
+import { base64DecodedBytes } from "../base64.ts";
 import { clampUtf8 } from "../utf8.ts";
 
-export { TOOL_NAME_PATTERN };
+/**
+ * The tool names both LLM APIs accept (SPEC section 5.1): 1 to 64 of `[a-zA-Z0-9_-]`. Names
+ * the registry offers are mapped to match it; a name the model sends that does not match is
+ * refused by the loop (`prepareToolCalls`).
+ * @example TOOL_NAME_PATTERN.test("fs__read_file") // true
+ */
+export const TOOL_NAME_PATTERN: RegExp = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** Longest description sent to the LLM, in UTF-8 bytes (SPEC section 5.4). */
 export const MAX_DESCRIPTION_BYTES = 1024;
@@ -163,11 +169,6 @@ function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
 }
 
-/** Decoded size of base64 `data`, in bytes. */
-function base64Bytes(data: string): number {
-  const clean = data.replace(/[^A-Za-z0-9+/]/g, "");
-  return Math.floor((clean.length * 3) / 4);
-}
 
 /**
  * Maps an MCP `tools/call` result to the loop's {@link ToolOutcome} (SPEC section 6.7): text
@@ -190,7 +191,7 @@ export function toolOutcome(result: CallToolResult): ToolOutcome {
         content.push({ type: "image", mimeType: String(raw.mimeType ?? "image/png"), data: String(raw.data ?? "") });
         break;
       case "audio":
-        text(`[audio: ${String(raw.mimeType ?? "unknown")}, ${base64Bytes(String(raw.data ?? ""))} bytes]`);
+        text(`[audio: ${String(raw.mimeType ?? "unknown")}, ${base64DecodedBytes(String(raw.data ?? ""))} bytes]`);
         break;
       case "resource_link":
         text(`[resource: ${String(raw.uri ?? "")}]`);

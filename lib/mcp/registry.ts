@@ -6,9 +6,10 @@
  */
 
 import { AgentError, isAbortError } from "../errors.ts";
+import { formatSeconds, sleep } from "../time.ts";
 import type { ToolDef } from "../types.ts";
 import { connectMcp } from "./client.ts";
-import { exitText, messageOf, seconds, ServerHandle, type ServerHandleOptions } from "./registry-server.ts";
+import { exitText, messageOf, ServerHandle, type ServerHandleOptions } from "./registry-server.ts";
 import { objectSchema, ToolNames, toolDescription, toolOutcome } from "./registry-tools.ts";
 import type {
   CallToolResult,
@@ -270,7 +271,7 @@ class McpRegistry implements ToolRegistry {
     timeoutMs: number,
   ): Promise<string> {
     if (error instanceof AgentError && error.code === "timeout") {
-      const text = `Tool "${tool}" timed out after ${seconds(timeoutMs)} s`;
+      const text = `Tool "${tool}" timed out after ${formatSeconds(timeoutMs)} s`;
       if (server.config.transport.type !== "stdio") return text;
       this.killServer(server.name, `tool "${tool}" timed out`);
       return `${text}; server "${server.name}" was stopped and restarts on its next use`;
@@ -281,7 +282,7 @@ class McpRegistry implements ToolRegistry {
     }
     const current = server.conn === conn;
     if (conn.closed || !current || server.status !== "connected") {
-      if (current && server.exit === undefined) await delay(100); // let onClose report the exit
+      if (current && server.exit === undefined) await sleep(100); // let onClose report the exit
       const info = current ? server.exit : undefined;
       if (current) server.died();
       const tail = info?.stderrTail.trim().slice(-RESULT_STDERR_CHARS) ?? "";
@@ -340,7 +341,5 @@ function failure(text: string): ToolOutcome {
   return { content: [{ type: "text", text }], isError: true };
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+
 

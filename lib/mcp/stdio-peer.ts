@@ -7,6 +7,7 @@
  */
 
 import { AgentError } from "../errors.ts";
+import { withTimeout } from "../time.ts";
 import { INVALID_REQUEST } from "./jsonrpc.ts";
 import type { JsonRpcMessage, JsonRpcPeer } from "./jsonrpc.ts";
 import { spawnStdio } from "./stdio.ts";
@@ -51,9 +52,7 @@ export function openStdioPeer(config: StdioServerConfig, options: StdioPeerOptio
   // exit briefly, so the error gives the exit code and the stderr tail, not "write EPIPE".
   const peer = options.newPeer((m) =>
     proc.send(m).catch(async (error: unknown) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const info = await Promise.race([proc.exited, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 500)))]);
-      clearTimeout(timer);
+      const info = await withTimeout(proc.exited, 500);
       throw info === undefined ? error : exitError(name, info);
     })
   );

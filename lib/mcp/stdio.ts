@@ -12,6 +12,7 @@ import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 import process from "node:process";
 import { AgentError } from "../errors.ts";
+import { withTimeout } from "../time.ts";
 import type { JsonRpcId } from "./jsonrpc.ts";
 import { JsonIdScanner } from "./line-scan.ts";
 import type { McpExitInfo, StdioServerConfig } from "./types.ts";
@@ -281,11 +282,7 @@ class StdioChild implements StdioProcess {
           options.onExit(info);
         };
         // Give stderr a moment to drain, but never wait on a grandchild holding the pipe.
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        Promise.race([stderrDone, new Promise<void>((r) => (timer = setTimeout(r, 100)))]).then(() => {
-          if (timer !== undefined) clearTimeout(timer);
-          settle();
-        });
+        void withTimeout(stderrDone, 100).then(settle);
       };
       child.on("exit", (code, signal) => finish(code, signal));
       child.on("error", (error) => finish(null, null, `\n${error.message}`));
@@ -345,13 +342,7 @@ class StdioChild implements StdioProcess {
 
   async #waitExit(ms: number): Promise<boolean> {
     if (!this.#alive) return true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const exited = await Promise.race([
-      this.exited.then(() => true),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms))),
-    ]);
-    if (timer !== undefined) clearTimeout(timer);
-    return exited;
+    return (await withTimeout(this.exited.then(() => true), ms)) ?? false;
   }
 
   #appendStderr(text: string): void {

@@ -1,5 +1,5 @@
 /**
- * Bounded reading of HTTP response bodies, shared by the LLM wire clients (`http.ts`) and the
+ * Bounded reading of HTTP response bodies, shared by the LLM wire clients (`../llm/http.ts`) and the
  * MCP Streamable HTTP client (`../mcp/http.ts`): a JSON body is read up to a total cap and
  * cancelled (`reader.cancel()`, which closes the socket) the moment it goes over; an error
  * body is read up to a small cap and cut there. SSE streams are long-lived, so they are

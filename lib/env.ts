@@ -1,0 +1,25 @@
+/**
+ * Environment variables as the agent reads them: the {@link Env} shape and `${VAR}`
+ * expansion, used by `.mcp.json` (`mcp/config.ts`) and by scripted-model files
+ * (`llm/scripted.ts`). Imports nothing, so both layers can use it.
+ * @module
+ */
+
+/**
+ * An environment as `process.env` holds it: variable name → value, `undefined` when unset.
+ * Read by `loadConfig` and, for `${VAR}` expansion, by `parseMcpConfig` and {@link expandVars}.
+ */
+export type Env = Record<string, string | undefined>;
+
+/**
+ * Expands `${VAR}` and `${VAR:-default}` from `env`. An unset `${VAR}` becomes the empty
+ * string; the default applies when the variable is unset or empty. `$VAR` without braces
+ * and names that are not `[A-Za-z_][A-Za-z0-9_]*` are left as they are.
+ * @example expandVars("Bearer ${TOKEN:-none}", {}) // "Bearer none"
+ */
+export function expandVars(text: string, env: Env): string {
+  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, fallback?: string) => {
+    const value = env[name];
+    return value !== undefined && value !== "" ? value : fallback ?? "";
+  });
+}
