@@ -17,7 +17,9 @@ export const MIN_THINKING_BUDGET_TOKENS = 1024;
 
 /** Options of {@link createAnthropicModel}. */
 export interface AnthropicOptions {
+  /** The API key, sent as `x-api-key`. */
   apiKey: string;
+  /** The model id, for example `claude-sonnet-4-5`. */
   model: string;
   /** Default `https://api.anthropic.com`. */
   baseUrl?: string;

@@ -13,7 +13,9 @@ import type { SseEvent } from "./sse.ts";
 
 /** Options of {@link createOpenAiModel}. */
 export interface OpenAiOptions {
+  /** The API key, sent as `Authorization: Bearer …`; `""` sends none (local servers). */
   apiKey: string;
+  /** The model id, for example `gpt-4.1`. */
   model: string;
   /** Default `https://api.openai.com/v1`. */
   baseUrl?: string;
