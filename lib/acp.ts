@@ -31,6 +31,9 @@ export const ACP_PROTOCOL_VERSION = 1;
  * parameter (Node's `Writable.write(chunk, callback)`) must call it once the chunk is handed
  * to the OS or failed: {@link serveAcp} waits for the last one before it resolves, so exiting
  * right after loses nothing. A `write(chunk)` is taken as synchronous.
+ * @example
+ * const lines: string[] = [];
+ * const sink: TextSink = { write: (chunk: string) => lines.push(chunk) };
  */
 export interface TextSink {
   /** Writes one whole line (a JSON-RPC message or a log line, `\n` included); the return value is ignored. */
@@ -39,7 +42,11 @@ export interface TextSink {
   on?(event: "error", listener: (error: Error) => void): unknown;
 }
 
-/** Options of {@link serveAcp}. */
+/**
+ * Options of {@link serveAcp}.
+ * @example
+ * const options: AcpOptions = { env: process.env, stdin: process.stdin, stdout: process.stdout, handleSignals: false };
+ */
 export interface AcpOptions {
   /** The environment the configuration is read from (SPEC section 9); usually `process.env`. */
   env: Record<string, string | undefined>;

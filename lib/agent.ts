@@ -49,6 +49,8 @@ export type ModelOptions =
  * The agent's limits, each optional with the default of SPEC section 9 (the environment
  * variable that sets it from the command line in brackets). Whole numbers; durations in
  * milliseconds.
+ * @example
+ * const limits: AgentLimits = { maxRounds: 20, toolTimeoutMs: 60_000, stopMaxRejections: 2 };
  */
 export interface AgentLimits {
   /** LLM rounds per prompt before it stops with `max_turn_requests`; default 0 = unlimited (`SPROUT_AGENT_MAX_ROUNDS`). */
@@ -77,7 +79,15 @@ export interface AgentLimits {
   maxLineBytes?: number;
 }
 
-/** Options of {@link createAgent}. Nothing is read from the environment. */
+/**
+ * Options of {@link createAgent}. Nothing is read from the environment.
+ * @example
+ * const options: AgentOptions = {
+ *   model: { provider: "openai", model: "gpt-4.1", apiKey: "sk-…" },
+ *   mcpServers: [{ name: "fs", transport: { type: "stdio", command: "mcp-fs", args: ["."], env: {} } }],
+ *   hookServers: "*",
+ * };
+ */
 export interface AgentOptions extends AgentLimits {
   /** The LLM: {@link ModelOptions}, or a ready {@link Model} (your own, or from a `create*Model` factory). */
   model: ModelOptions | Model;
@@ -119,6 +129,12 @@ export interface AgentOptions extends AgentLimits {
 /**
  * A ready agent: one conversation (history, `_Stop` budget, compaction count) with its model
  * and its connected MCP servers.
+ * @example
+ * const agent: Agent = await createAgent({ model: { provider: "scripted", turns: [{ text: "hi" }] } });
+ * for (const f of agent.failures) console.warn(f.message);
+ * const run = agent.prompt("hello");
+ * for await (const event of run) console.log(event.type);
+ * await agent.close();
  */
 export interface Agent {
   /** The session id every server saw as `_meta["sprout-agent/session"]`. */

@@ -19,10 +19,19 @@ export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
 /** Consecutive hook timeouts after which a server is killed (SPEC section 4.4). */
 export const HOOK_TIMEOUTS_BEFORE_KILL = 2;
 
-/** The hooks the agent calls (SPEC section 1); any other `_`-name is reserved and never called. */
+/**
+ * The hooks the agent calls (SPEC section 1); any other `_`-name is reserved and never called.
+ * @example
+ * const hooks: HookName[] = ["_Stop", "_PostCompact"];
+ */
 export type HookName = "_Stop" | "_PostCompact";
 
-/** Context sent to hook authors as `_meta["sprout-agent/hook"]` (SPEC section 2.3). */
+/**
+ * Context sent to hook authors as `_meta["sprout-agent/hook"]` (SPEC section 2.3).
+ * @example
+ * // What a hook server reads from `params._meta["sprout-agent/hook"]`:
+ * const meta: HookMeta = { round: 3, rejectionsUsed: 1, rejectionsLeft: 2 };
+ */
 export interface HookMeta {
   /**
    * The round within the prompt, 1-based: for `_Stop`, the round whose response ended the

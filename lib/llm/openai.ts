@@ -11,7 +11,11 @@ import { clip, errorObjectText, parseArguments, resultText, sendAttempt, withTex
 import { AttemptError, type RetryOptions, withRetry } from "./retry.ts";
 import type { SseEvent } from "./sse.ts";
 
-/** Options of {@link createOpenAiModel}. */
+/**
+ * Options of {@link createOpenAiModel}.
+ * @example
+ * const options: OpenAiOptions = { apiKey: "", model: "llama3.2", baseUrl: "http://127.0.0.1:11434/v1" };
+ */
 export interface OpenAiOptions {
   /** The API key, sent as `Authorization: Bearer …`; `""` sends none (local servers). */
   apiKey: string;

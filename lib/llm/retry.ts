@@ -94,7 +94,12 @@ export function abortReason(signal: AbortSignal | undefined): Error {
   return isAbortError(reason) ? (reason as Error) : abortError();
 }
 
-/** Options of {@link withRetry}. */
+/**
+ * Options of {@link withRetry}.
+ * @example
+ * // Tests shorten the waits of a model's retries:
+ * const model = createOpenAiModel({ apiKey: "k", model: "m", retry: { baseDelayMs: 1, maxDelayMs: 5 } });
+ */
 export interface RetryOptions {
   /** Names the provider in the final error, e.g. `Anthropic`. */
   provider: string;

@@ -8,7 +8,11 @@ import process from "node:process";
 import { abortError, AgentError } from "../errors.ts";
 import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../types.ts";
 
-/** One scripted LLM response (SPEC section 11). */
+/**
+ * One scripted LLM response (SPEC section 11).
+ * @example
+ * const turns: ScriptTurn[] = [{ toolCalls: [{ name: "fs__read", arguments: { path: "a" } }] }, { text: "done", usage: { inputTokens: 10, outputTokens: 2 } }];
+ */
 export interface ScriptTurn {
   /** The assistant's text, emitted through `onTextDelta` in a few chunks; default `""`. */
   text?: string;
@@ -20,7 +24,11 @@ export interface ScriptTurn {
   usage?: { inputTokens: number; outputTokens: number };
 }
 
-/** Options of {@link createScriptedModel}. */
+/**
+ * Options of {@link createScriptedModel}.
+ * @example
+ * const model = createScriptedModel([{ text: "hi" }], { path: "greeting.json" } satisfies ScriptedOptions);
+ */
 export interface ScriptedOptions {
   /** Names the script in errors; default `(in-memory script)`. */
   path?: string;
