@@ -130,6 +130,7 @@ describe("testing.ts", () => {
       "ToolDef",
       "Usage",
     ]);
+    assert.deepEqual(exportLines("testing.ts").filter((l) => !/^export (type )?\{[^}]*\} from "\.\/lib\/[^"]+\.ts";$/.test(l)), []);
   });
 
   test("the module example runs as written: an agent against the fake LLM", async () => {
