@@ -13,7 +13,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import process from "node:process";
-import { type Agent, agentOptionsFromEnv, createAgent, optionKeys } from "./lib/agent.ts";
+import { type Agent, createAgent } from "./lib/agent.ts";
+import { agentOptionsFromEnv, optionKeys } from "./lib/agent-env.ts";
 import { CONFIG_VARIABLES } from "./lib/config.ts";
 import { AgentError, isAbortError } from "./lib/errors.ts";
 import type { AgentEvent, PromptResult } from "./lib/events.ts";

@@ -24,8 +24,10 @@
  * @module
  */
 
-export { agentOptionsFromEnv, createAgent } from "./lib/agent.ts";
-export type { Agent, AgentLimits, AgentOptions, ModelOptions } from "./lib/agent.ts";
+export { createAgent } from "./lib/agent.ts";
+export type { Agent } from "./lib/agent.ts";
+export type { AgentLimits, AgentOptions, ModelOptions } from "./lib/agent-options.ts";
+export { agentOptionsFromEnv } from "./lib/agent-env.ts";
 export type { AgentEvent, HookOutcome, PromptResult } from "./lib/events.ts";
 export type { PromptRun } from "./lib/loop.ts";
 export type { EventStream } from "./lib/stream.ts";

@@ -10,7 +10,9 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import process from "node:process";
-import { type Agent, type AgentOptions, agentOptionsFromEnv, createAgent, optionKeys } from "./agent.ts";
+import { type Agent, createAgent } from "./agent.ts";
+import { agentOptionsFromEnv, optionKeys } from "./agent-env.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { AgentError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
 import { readLines } from "./lines.ts";

@@ -6,7 +6,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createApp } from "../servers/todo-enforcer/app.ts";
-import { agentOptionsFromEnv, createAgent } from "../lib/agent.ts";
+import { createAgent } from "../lib/agent.ts";
+import { agentOptionsFromEnv } from "../lib/agent-env.ts";
 import { AgentError, isAbortError } from "../lib/errors.ts";
 import type { AgentEvent } from "../lib/events.ts";
 import { appFetch } from "./helpers/hook-servers.ts";
