@@ -13,16 +13,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import process from "node:process";
-import { CONFIG_VARIABLES, type Config, loadConfig, requireProvider } from "./lib/config.ts";
-import { AgentError } from "./lib/errors.ts";
+import { type Agent, createAgent } from "./lib/agent.ts";
+import { agentOptionsFromEnv, optionKeys } from "./lib/agent-env.ts";
+import { CONFIG_VARIABLES } from "./lib/config.ts";
+import { AgentError, isAbortError } from "./lib/errors.ts";
 import type { AgentEvent, PromptResult } from "./lib/events.ts";
-import { createModel } from "./lib/llm/model.ts";
-import { AgentSession } from "./lib/loop.ts";
 import { parseMcpConfig } from "./lib/mcp/config.ts";
-import { createRegistry } from "./lib/mcp/registry.ts";
 import { configSecrets, redact, redactEvent } from "./lib/redact.ts";
 import { killAllServers } from "./lib/mcp/stdio.ts";
-import type { McpServerConfig, ToolRegistry } from "./lib/mcp/types.ts";
+import type { McpServerConfig } from "./lib/mcp/types.ts";
 import { FLUSH_TIMEOUT_MS, trackedOutput } from "./lib/output.ts";
 import { formatDuration, formatSeconds } from "./lib/time.ts";
 import { VERSION } from "./lib/version.ts";
@@ -237,11 +236,10 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
 /** `cli.ts run`: one prompt through the agent. Returns the exit status. */
 async function run(args: string[]): Promise<number> {
   const parsed = parseRunArgs(args);
-  const config: Config = loadConfig(process.env, (p) => readFileSync(p, "utf8"));
-  requireProvider(config);
-  secrets = configSecrets(config);
+  const options = agentOptionsFromEnv(process.env, { readFile: (p) => readFileSync(p, "utf8") });
+  secrets = configSecrets(optionKeys(options));
   const servers = loadServers(parsed.mcpConfig);
-  secrets = configSecrets(config, servers);
+  secrets = configSecrets(optionKeys(options), servers);
   let prompt: string;
   if (parsed.prompt.length === 0 || (parsed.prompt.length === 1 && parsed.prompt[0] === "-")) {
     if (parsed.prompt.length === 0 && process.stdin.isTTY) {
@@ -251,7 +249,6 @@ async function run(args: string[]): Promise<number> {
   } else prompt = parsed.prompt.join(" ");
   if (prompt.trim() === "") throw new AgentError("usage", "Missing prompt: the prompt is empty");
 
-  const model = createModel(config);
   const json = parsed.json;
   const emitJson = (value: Record<string, unknown>) => stdout.write(`${JSON.stringify(redactEvent(value as { type: string }, secrets))}\n`);
   const printer = json ? undefined : humanPrinter();
@@ -264,7 +261,6 @@ async function run(args: string[]): Promise<number> {
     else human!.event({ type: "warning", message });
   };
 
-  const sessionId = crypto.randomUUID();
   const controller = new AbortController();
   let signalled: "SIGINT" | "SIGTERM" | undefined;
   let signals = 0;
@@ -282,33 +278,28 @@ async function run(args: string[]): Promise<number> {
   process.on("SIGINT", onSignal("SIGINT"));
   process.on("SIGTERM", onSignal("SIGTERM"));
 
-  const starting = createRegistry(servers, {
-    sessionId,
-    initTimeoutMs: config.mcpInitTimeoutMs,
-    maxLineBytes: config.maxLineBytes,
-    cwd: process.cwd(),
-    env: process.env,
-    onWarning: warn,
-  });
   // A server still starting (up to SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS, 30 s) must not hold a
-  // signal back: exit now. killAllServers() on the way out ends every server spawned so far.
-  const aborted = new Promise<"aborted">((resolve) => {
-    if (controller.signal.aborted) resolve("aborted");
-    controller.signal.addEventListener("abort", () => resolve("aborted"), { once: true });
-  });
-  const started = await Promise.race([starting, aborted]);
-  if (started === "aborted") {
-    void starting.then(({ registry }) => registry.close()).catch(() => {});
-    return signalled === "SIGINT" ? 130 : 143;
+  // signal back: creation aborts at once. killAllServers() on the way out ends every server
+  // spawned so far.
+  let agent: Agent;
+  try {
+    agent = await createAgent({
+      ...options,
+      mcpServers: servers,
+      cwd: process.cwd(),
+      env: process.env,
+      onWarning: warn,
+      signal: controller.signal,
+    });
+  } catch (error) {
+    if (signalled !== undefined && isAbortError(error)) return signalled === "SIGINT" ? 130 : 143;
+    throw error;
   }
-  const { registry, failures } = started;
   // The registry's messages already name the server, most as "Cannot start server …".
-  for (const f of failures) warn(f.message.startsWith("Cannot start server") ? f.message : `Cannot start server "${f.server}": ${f.message}`);
-  let registryRef: ToolRegistry | undefined = registry;
+  for (const f of agent.failures) warn(f.message.startsWith("Cannot start server") ? f.message : `Cannot start server "${f.server}": ${f.message}`);
   try {
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
-    const session = new AgentSession({ config, model, registry, id: sessionId });
-    const runHandle = session.prompt(prompt, { signal: controller.signal });
+    const runHandle = agent.prompt(prompt, { signal: controller.signal });
     for await (const event of runHandle) {
       // Thinking is not answer text and not one of the --json event types (SPEC section 11).
       if (json) {
@@ -339,8 +330,7 @@ async function run(args: string[]): Promise<number> {
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
     return 0;
   } finally {
-    await registryRef.close().catch(() => {});
-    registryRef = undefined;
+    await agent.close();
   }
 }
 

@@ -6,7 +6,11 @@
 
 import { fakeRedactedThinkingData, fakeThinkingSignature } from "./llm/validate.ts";
 
-/** How one normal response streams. */
+/**
+ * How one normal response streams.
+ * @example
+ * const llm = await startFakeLlm({ responses: [{ text: "slow answer" }], stream: { splitBytes: true, pauseMs: 20 } });
+ */
 export interface StreamShape {
   /** Write every byte of the stream separately. */
   splitBytes?: boolean;
@@ -18,7 +22,11 @@ export interface StreamShape {
   cutAfterFirstDelta?: boolean;
 }
 
-/** A normal response. `stop` is `end_turn` | `tool_use` | `max_tokens` | `refusal` | `pause_turn`, or a raw wire value. */
+/**
+ * A normal response. `stop` is `end_turn` | `tool_use` | `max_tokens` | `refusal` | `pause_turn`, or a raw wire value.
+ * @example
+ * const reply: FakeReply = { text: "reading it", toolCalls: [{ name: "fs__read", arguments: { path: "a" } }] };
+ */
 export interface FakeReply extends StreamShape {
   /** The assistant's text, streamed as about three deltas; absent or `""` sends no text at all. */
   text?: string;
@@ -69,7 +77,11 @@ export interface WireOptions {
   mistralIds?: boolean;
 }
 
-/** An error event in the middle of the stream, after `text` (default `"partial "`) was sent. */
+/**
+ * An error event in the middle of the stream, after `text` (default `"partial "`) was sent.
+ * @example
+ * const broken: FakeStreamError = { streamError: "overloaded_error", message: "Overloaded", text: "half an ans" };
+ */
 export interface FakeStreamError {
   /**
    * The error's `type`, sent as is on both wires: an Anthropic error type such as

@@ -10,15 +10,14 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import process from "node:process";
-import { type Config, loadConfig } from "./config.ts";
+import { type Agent, createAgent } from "./agent.ts";
+import { agentOptionsFromEnv, optionKeys } from "./agent-env.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { AgentError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
 import { readLines } from "./lines.ts";
-import { createModel } from "./llm/model.ts";
-import { AgentSession } from "./loop.ts";
-import { createRegistry } from "./mcp/registry.ts";
 import { FLUSH_TIMEOUT_MS, redirectConsole, type TrackedOutput, trackedOutput } from "./output.ts";
-import type { McpEra, ToolRegistry } from "./mcp/types.ts";
+import type { McpEra } from "./mcp/types.ts";
 import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./acp-params.ts";
 import { resultUpdates, sessionUpdates } from "./acp-updates.ts";
 import { configSecrets, redact, redactEvent } from "./redact.ts";
@@ -35,6 +34,9 @@ export const ACP_PROTOCOL_VERSION = 1;
  * parameter (Node's `Writable.write(chunk, callback)`) must call it once the chunk is handed
  * to the OS or failed: {@link serveAcp} waits for the last one before it resolves, so exiting
  * right after loses nothing. A `write(chunk)` is taken as synchronous.
+ * @example
+ * const lines: string[] = [];
+ * const sink: TextSink = { write: (chunk: string) => lines.push(chunk) };
  */
 export interface TextSink {
   /** Writes one whole line (a JSON-RPC message or a log line, `\n` included); the return value is ignored. */
@@ -43,7 +45,11 @@ export interface TextSink {
   on?(event: "error", listener: (error: Error) => void): unknown;
 }
 
-/** Options of {@link serveAcp}. */
+/**
+ * Options of {@link serveAcp}.
+ * @example
+ * const options: AcpOptions = { env: process.env, stdin: process.stdin, stdout: process.stdout, handleSignals: false };
+ */
 export interface AcpOptions {
   /** The environment the configuration is read from (SPEC section 9); usually `process.env`. */
   env: Record<string, string | undefined>;
@@ -78,10 +84,10 @@ export interface AcpOptions {
 export async function serveAcp(options: AcpOptions): Promise<number> {
   const stderr = trackedOutput(options.stderr ?? process.stderr);
   const readFile = options.readFile ?? ((path: string) => readFileSync(path, "utf8"));
-  let config: Config;
+  let agentOptions: ReturnType<typeof agentOptionsFromEnv>;
   try {
-    config = loadConfig(options.env, readFile);
-    createModel(config, { readFile, env: options.env }); // surfaces a missing key or a bad script now
+    // Surfaces a bad value, a missing key or a bad script now, before stdin is read.
+    agentOptions = agentOptionsFromEnv(options.env, { readFile });
   } catch (error) {
     stderr.write(`sprout-agent: ${redact((error as Error).message)}\n`);
     await stderr.flush(FLUSH_TIMEOUT_MS);
@@ -89,7 +95,7 @@ export async function serveAcp(options: AcpOptions): Promise<number> {
   }
   const restoreConsole = redirectConsole((line) => stderr.write(line));
   try {
-    return await new AcpServer(options, config, readFile, stderr).serve();
+    return await new AcpServer(options, agentOptions, stderr).serve();
   } finally {
     restoreConsole();
     await stderr.flush(FLUSH_TIMEOUT_MS);
@@ -100,16 +106,15 @@ type Id = string | number | null;
 
 interface SessionState {
   readonly id: string;
-  readonly agent: AgentSession;
-  readonly registry: ToolRegistry;
+  readonly agent: Agent;
   /** Set while a prompt runs. */
   controller: AbortController | undefined;
 }
 
 class AcpServer {
   readonly #options: AcpOptions;
-  readonly #config: Config;
-  readonly #readFile: (path: string) => string;
+  /** Every session's agent options but its servers, read from the environment once. */
+  readonly #agentOptions: AgentOptions & { maxLineBytes: number };
   readonly #stderr: TrackedOutput;
   /** The one writer of stdout. */
   readonly #stdout: TrackedOutput;
@@ -122,16 +127,15 @@ class AcpServer {
   readonly #secrets = new Set<string>();
   #closing = false;
 
-  constructor(options: AcpOptions, config: Config, readFile: (path: string) => string, stderr: TrackedOutput) {
+  constructor(options: AcpOptions, agentOptions: AgentOptions & { maxLineBytes: number }, stderr: TrackedOutput) {
     this.#options = options;
     // A write that fails (EPIPE once the client has gone) closes it: later messages are dropped.
     this.#stdout = trackedOutput(options.stdout, {
       onClosed: (error) => this.#log(`Cannot write to stdout: ${error.message}`),
     });
-    this.#config = config;
-    this.#readFile = readFile;
+    this.#agentOptions = agentOptions;
     this.#stderr = stderr;
-    for (const secret of configSecrets(config)) this.#secrets.add(secret);
+    for (const secret of configSecrets(optionKeys(agentOptions))) this.#secrets.add(secret);
   }
 
   async serve(): Promise<number> {
@@ -147,11 +151,11 @@ class AcpServer {
     const external = this.#options.signal;
     external?.addEventListener("abort", onTerm, { once: true });
     if (external?.aborted) onTerm();
-    const reading = readLines(this.#options.stdin, { maxLineBytes: this.#config.maxLineBytes }, {
+    const reading = readLines(this.#options.stdin, { maxLineBytes: this.#agentOptions.maxLineBytes }, {
       onLine: (line) => this.#onLine(line),
       onOversize: () => {
-        this.#log(`skipped a line longer than ${this.#config.maxLineBytes} bytes`);
-        this.#error(null, RPC_ERRORS.invalidRequest, `Invalid request: line longer than ${this.#config.maxLineBytes} bytes (SPROUT_AGENT_MAX_LINE_BYTES), skipped`);
+        this.#log(`skipped a line longer than ${this.#agentOptions.maxLineBytes} bytes`);
+        this.#error(null, RPC_ERRORS.invalidRequest, `Invalid request: line longer than ${this.#agentOptions.maxLineBytes} bytes (SPROUT_AGENT_MAX_LINE_BYTES), skipped`);
       },
       onTrailing: (bytes) => this.#log(`dropped ${bytes} bytes after the last newline at end of input`),
     }).then(
@@ -185,7 +189,7 @@ class AcpServer {
     await withTimeout(Promise.allSettled([...this.#inflight]), 5000);
     const sessions = [...this.#sessions.values()];
     this.#sessions.clear();
-    await withTimeout(Promise.allSettled(sessions.map((s) => s.registry.close())), 5000);
+    await withTimeout(Promise.allSettled(sessions.map((s) => s.agent.close())), 5000);
   }
 
   #log(message: string): void {
@@ -311,19 +315,20 @@ class AcpServer {
       throw invalid("session/new", `cwd ${JSON.stringify(cwd ?? null)} must be an absolute path`);
     }
     const servers = acpServers(p["mcpServers"] ?? [], cwd);
-    for (const secret of configSecrets(this.#config, servers)) this.#secrets.add(secret);
+    for (const secret of configSecrets(optionKeys(this.#agentOptions), servers)) this.#secrets.add(secret);
     if (this.#closing) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
     const sessionId = `ses_${randomHex(8)}`;
-    const { registry, failures } = await createRegistry(servers, {
+    const agent = await createAgent({
+      ...this.#agentOptions,
+      mcpServers: servers,
       sessionId,
-      initTimeoutMs: this.#config.mcpInitTimeoutMs,
-      maxLineBytes: this.#config.maxLineBytes,
       eraCache: this.#eraCache,
       cwd,
       env: this.#options.env,
-      ...(this.#options.fetch === undefined ? {} : { fetch: this.#options.fetch }),
+      fetch: this.#options.fetch,
       onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
     });
+    const failures = agent.failures;
     const display = (name: string) => servers.find((s) => s.name === name)?.displayName ?? name;
     const problems = failures.map((f) => {
       // The registry's message already names the server (by its sanitised name).
@@ -333,17 +338,11 @@ class AcpServer {
     // Diagnostics go to stderr as well as into the error: a client may not show the error.
     for (const problem of problems) this.#log(`[${sessionId}] ${problem}`);
     if (failures.length > 0 || this.#closing) {
-      await registry.close().catch(() => {});
+      await agent.close();
       if (failures.length === 0) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
       throw new RpcError(RPC_ERRORS.agent, problems.join("; "));
     }
-    const model = createModel(this.#config, {
-      readFile: this.#readFile,
-      env: this.#options.env,
-      ...(this.#options.fetch === undefined ? {} : { fetch: this.#options.fetch }),
-    });
-    const agent = new AgentSession({ config: this.#config, model, registry, id: sessionId });
-    this.#sessions.set(sessionId, { id: sessionId, agent, registry, controller: undefined });
+    this.#sessions.set(sessionId, { id: sessionId, agent, controller: undefined });
     return { sessionId };
   }
 

@@ -3,7 +3,11 @@
  * @module
  */
 
-/** What kind of failure an {@link AgentError} reports. */
+/**
+ * What kind of failure an {@link AgentError} reports.
+ * @example
+ * const exitCode = (code: AgentErrorCode) => (code === "config" || code === "usage" ? 2 : 1);
+ */
 export type AgentErrorCode =
   | "config" // bad environment, flags, .mcp.json or script file: exit 2
   | "usage" // bad command line: exit 2

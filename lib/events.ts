@@ -7,10 +7,20 @@
 
 import type { StopReason, Usage } from "./types.ts";
 
-/** How one hook call ended (SPEC section 4.3). */
+/**
+ * How one hook call ended (SPEC section 4.3).
+ * @example
+ * const counted = (outcome: HookOutcome) => outcome === "objection";
+ */
 export type HookOutcome = "objection" | "none" | "timeout" | "error";
 
-/** Every event of a prompt run. `type` is always the first key. */
+/**
+ * Every event of a prompt run. `type` is always the first key.
+ * @example
+ * for await (const event of agent.prompt("go")) {
+ *   if (event.type === "tool-end") console.log(event.name, event.ok ? "ok" : event.output);
+ * }
+ */
 export type AgentEvent =
   /** A main LLM request starts (1-based within the prompt). */
   | { type: "round-start"; round: number }
@@ -51,7 +61,11 @@ export type AgentEvent =
   /** Something went wrong that does not stop the run (a hook timed out, a server died). */
   | { type: "warning"; message: string };
 
-/** What a prompt run resolves with. */
+/**
+ * What a prompt run resolves with.
+ * @example
+ * const { stopReason, rounds, usage }: PromptResult = await run.result;
+ */
 export interface PromptResult {
   /**
    * Why the prompt ended (SPEC sections 6.1, 6.5 and 6.6): `end_turn` (after the `_Stop`

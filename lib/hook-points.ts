@@ -23,6 +23,8 @@ export type HookEffect =
 /**
  * The hooks the agent calls, the keys of {@link HOOK_POINTS} (SPEC section 1); any other
  * `_`-name is reserved and never called.
+ * @example
+ * const hooks: HookName[] = ["_Stop", "_PostCompact"];
  */
 export type HookName = "_Stop" | "_PostCompact";
 
@@ -67,7 +69,12 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
   },
 };
 
-/** Context sent to hook authors as `_meta["sprout-agent/hook"]`, with the point's `event` (SPEC section 2.3). */
+/**
+ * Context sent to hook authors as `_meta["sprout-agent/hook"]`, with the point's `event` (SPEC section 2.3).
+ * @example
+ * // What a hook server reads from `params._meta["sprout-agent/hook"]` (besides `event`):
+ * const meta: HookMeta = { round: 3, rejectionsUsed: 1, rejectionsLeft: 2 };
+ */
 export interface HookMeta {
   /**
    * The round within the prompt, 1-based: for `_Stop`, the round whose response ended the

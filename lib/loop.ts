@@ -45,7 +45,13 @@ export interface SessionOptions {
   now?: () => number;
 }
 
-/** A prompt in progress: iterate its events, await its result. */
+/**
+ * A prompt in progress: iterate its events, await its result.
+ * @example
+ * const run: PromptRun = agent.prompt("fix the tests");
+ * for await (const event of run) if (event.type === "text-delta") console.log(event.text);
+ * const { stopReason } = await run.result;
+ */
 export type PromptRun = EventStream<AgentEvent, PromptResult>;
 
 /** What the steps of one prompt share: its input and its counts so far. */

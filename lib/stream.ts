@@ -5,7 +5,13 @@
  * @module
  */
 
-/** The events of one run plus its outcome. */
+/**
+ * The events of one run plus its outcome.
+ * @example
+ * const run: EventStream<AgentEvent, PromptResult> = agent.prompt("go");
+ * for await (const event of run) console.log(event.type);
+ * console.log((await run.result).stopReason);
+ */
 export interface EventStream<E, R> extends AsyncIterable<E> {
   /** Resolves when the run ends; rejects with the error that ended it. */
   readonly result: Promise<R>;

@@ -47,7 +47,11 @@ export type {
   Usage,
 } from "./types.ts";
 
-/** An HTTP error: `retryAfter` in seconds (or an HTTP date); `body` replaces the API-style error body. */
+/**
+ * An HTTP error: `retryAfter` in seconds (or an HTTP date); `body` replaces the API-style error body.
+ * @example
+ * const llm = await startFakeLlm({ responses: [{ status: 429, retryAfter: 1 }, { text: "ok after the retry" }] });
+ */
 export interface FakeHttpError {
   /** The HTTP status sent, for example 429, 500 or 529. */
   status: number;
@@ -59,10 +63,19 @@ export interface FakeHttpError {
   body?: unknown;
 }
 
-/** What the fake answers to one request. */
+/**
+ * What the fake answers to one request.
+ * @example
+ * const turns: FakeTurn[] = [{ status: 529 }, { drop: true }, { text: "third time lucky" }];
+ */
 export type FakeTurn = FakeReply | FakeHttpError | FakeStreamError | { drop: true };
 
-/** One request the fake received. */
+/**
+ * One request the fake received.
+ * @example
+ * const [first] = llm.requests;
+ * console.log(first?.wire, first?.body["model"], first?.rejected ?? "accepted");
+ */
 export interface RecordedRequest {
   /** Which API the path addressed: `anthropic` for `…/v1/messages`, `openai` for `…/chat/completions`. */
   wire: "anthropic" | "openai";
@@ -78,7 +91,11 @@ export interface RecordedRequest {
   at: number;
 }
 
-/** Options of {@link startFakeLlm}. */
+/**
+ * Options of {@link startFakeLlm}.
+ * @example
+ * const llm = await startFakeLlm({ responses: (request, index) => ({ text: `answer ${index} on ${request.wire}` }), requireKey: false });
+ */
 export interface FakeLlmOptions {
   /** Answers in order (rejected requests take none), or a function of the request. */
   responses: FakeTurn[] | ((request: RecordedRequest, index: number) => FakeTurn);
@@ -103,7 +120,13 @@ export interface FakeLlmOptions {
   strictTemplate?: boolean;
 }
 
-/** A running fake LLM server. */
+/**
+ * A running fake LLM server.
+ * @example
+ * const llm: FakeLlm = await startFakeLlm({ responses: [{ text: "hi" }] });
+ * const model = createOpenAiModel({ apiKey: "k", model: "m", baseUrl: llm.openaiBaseUrl });
+ * await llm.close();
+ */
 export interface FakeLlm {
   /** `http://127.0.0.1:PORT` */
   url: string;

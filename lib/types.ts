@@ -6,17 +6,27 @@
  * @module
  */
 
-/** Why a prompt ended (SPEC section 11; the ACP `stopReason` values). */
+/**
+ * Why a prompt ended (SPEC section 11; the ACP `stopReason` values).
+ * @example
+ * const finished = (reason: StopReason) => reason === "end_turn";
+ */
 export type StopReason = "end_turn" | "cancelled" | "max_tokens" | "max_turn_requests" | "refusal";
 
 /**
  * Why one LLM response ended, normalised from the provider's own field
  * (Anthropic `stop_reason`, OpenAI `finish_reason`). SPEC section 6.5 maps these to a
  * {@link StopReason}: `end_turn`, `tool_use` without calls and `other` end the turn.
+ * @example
+ * const more = (stop: ProviderStop, calls: number) => stop === "tool_use" && calls > 0;
  */
 export type ProviderStop = "end_turn" | "tool_use" | "max_tokens" | "refusal" | "pause_turn" | "other";
 
-/** One tool call requested by the LLM (or injected by the agent for a hook). */
+/**
+ * One tool call requested by the LLM (or injected by the agent for a hook).
+ * @example
+ * const call: ToolCall = { id: "call_1", name: "fs__read", arguments: { path: "a.txt" } };
+ */
 export interface ToolCall {
   /** Provider id (`toolu_…`, `call_…`) or one the agent minted: 9 letters and digits (`hook00001`, `call00001`; `lib/call-ids.ts`). */
   id: string;
@@ -26,12 +36,20 @@ export interface ToolCall {
   arguments: Record<string, unknown>;
 }
 
-/** A content block of a tool result as it is kept in history. */
+/**
+ * A content block of a tool result as it is kept in history.
+ * @example
+ * const block: ResultBlock = { type: "text", text: "42 files" };
+ */
 export type ResultBlock =
   | { type: "text"; text: string }
   | { type: "image"; mimeType: string; data: string };
 
-/** One entry of the conversation history (SPEC section 6). */
+/**
+ * One entry of the conversation history (SPEC section 6).
+ * @example
+ * const history: HistoryItem[] = [{ role: "user", text: "hi" }, { role: "assistant", text: "hello", toolCalls: [] }];
+ */
 export type HistoryItem =
   | { role: "user"; text: string }
   | {
@@ -57,7 +75,11 @@ export type HistoryItem =
     isError: boolean;
   };
 
-/** A tool definition as sent to the LLM. */
+/**
+ * A tool definition as sent to the LLM.
+ * @example
+ * const tool: ToolDef = { name: "fs__read", description: "Reads a file", inputSchema: { type: "object", properties: { path: { type: "string" } } } };
+ */
 export interface ToolDef {
   /** Matches `^[a-zA-Z0-9_-]{1,64}$`. */
   name: string;
@@ -67,7 +89,11 @@ export interface ToolDef {
   inputSchema: Record<string, unknown>;
 }
 
-/** Token counts reported by the provider for one request. */
+/**
+ * Token counts reported by the provider for one request.
+ * @example
+ * const usage: Usage = { inputTokens: 1200, outputTokens: 80 };
+ */
 export interface Usage {
   /** Input tokens including cache reads and cache writes (SPEC section 8.1). */
   inputTokens: number;
@@ -75,7 +101,11 @@ export interface Usage {
   outputTokens: number;
 }
 
-/** One LLM request, provider-neutral. */
+/**
+ * One LLM request, provider-neutral.
+ * @example
+ * const request: LlmRequest = { system: "Be brief.", history: [{ role: "user", text: "hi" }], tools: [], maxOutputTokens: 1024 };
+ */
 export interface LlmRequest {
   /** The system prompt (`Config.systemPrompt` for turns); not sent when blank. */
   system: string;
@@ -104,7 +134,11 @@ export interface LlmRequest {
   purpose?: "turn" | "summary";
 }
 
-/** One complete LLM response. */
+/**
+ * One complete LLM response.
+ * @example
+ * const response: LlmResponse = { text: "hello", toolCalls: [], stop: "end_turn" };
+ */
 export interface LlmResponse {
   /** The response's text blocks concatenated; `""` when it had none. */
   text: string;
@@ -136,6 +170,11 @@ export interface LlmResponse {
 /**
  * A model the loop can call. `lib/llm/anthropic.ts`, `lib/llm/openai.ts` and
  * `lib/llm/scripted.ts` implement it; tests may pass their own.
+ * @example
+ * const echo: Model = {
+ *   name: "echo",
+ *   complete: (request) => Promise.resolve({ text: JSON.stringify(request.history.at(-1)), toolCalls: [], stop: "end_turn" }),
+ * };
  */
 export interface Model {
   /** For display, e.g. `anthropic:claude-sonnet-4-5`. */

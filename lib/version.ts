@@ -1,4 +1,8 @@
-/** The agent's version, reported by `--version`, ACP `agentInfo` and MCP `clientInfo`. */
+/**
+ * The agent's version, reported by `--version`, ACP `agentInfo` and MCP `clientInfo`.
+ * @example
+ * console.log(`sprout-agent ${VERSION}`);
+ */
 export const VERSION = "0.1.0";
 
 /** The agent's name in `clientInfo` and `agentInfo`. */

@@ -17,7 +17,7 @@ step() {
 step tsc tsc --noEmit -p tsconfig.json
 # Every export of the public entry points has JSDoc and references only exported types.
 # --quiet hides deno's warnings about @types/node; lint errors are still printed.
-step doc-lint deno doc --lint --quiet mod.ts lib/testing.ts
+step doc-lint deno doc --lint --quiet mod.ts testing.ts
 step node node --import tsx --test --test-concurrency=2 "${files[@]}"
 step bun bun test --timeout 120000 "${files[@]/#/./}"
 step deno deno test -A --quiet "${files[@]}"

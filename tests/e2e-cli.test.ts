@@ -134,7 +134,8 @@ describe("cli.ts run", () => {
     ["a missing API key", { SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_MODEL: "m" }, ["run", "x"], /ANTHROPIC_API_KEY/],
     ["an unknown flag", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/dev/null" }, ["run", "--nope", "x"], /--nope/],
     ["an unreadable script file", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/nonexistent.json" }, ["run", "x"], /nonexistent\.json/],
-    ["an unreadable .mcp.json", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/dev/null" }, ["run", "--mcp-config", "/nonexistent.mcp.json", "x"], /nonexistent\.mcp\.json/],
+    // A valid script: it is read with the rest of the environment, before the MCP configuration.
+    ["an unreadable .mcp.json", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: join(repoRoot, "examples/demo/script.json") }, ["run", "--mcp-config", "/nonexistent.mcp.json", "x"], /nonexistent\.mcp\.json/],
   ] as Array<[string, Record<string, string>, string[], RegExp]>) {
     test(`exit 2 with a message naming what is wrong: ${name}`, async () => {
       const run = await runCli(args, env);

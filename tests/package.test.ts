@@ -52,12 +52,10 @@ function ok(ran: Ran, what: string): string {
 
 // What to change when the entry point changes (e.g. to `createAgent`): the import, and the
 // prompt run it makes (which must leave `run`, with its events and `run.result`, and `close`).
-const IMPORT = `import { AgentSession, createModel, createRegistry, loadConfig, VERSION } from "sprout-agent";`;
-const START_RUN = `const config = loadConfig({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" }, (p) => readFileSync(p, "utf8"));
-const { registry } = await createRegistry([], { sessionId: "pkg" });
-const session = new AgentSession({ config, model: createModel(config), registry });
-const run = session.prompt("say hello");
-const close = () => registry.close();`;
+const IMPORT = `import { agentOptionsFromEnv, createAgent, VERSION } from "sprout-agent";`;
+const START_RUN = `const agent = await createAgent(agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" }, { readFile: (p) => readFileSync(p, "utf8") }));
+const run = agent.prompt("say hello");
+const close = () => agent.close();`;
 
 /** A plain-JavaScript program run unchanged by Node, Bun and Deno; prints one JSON line. */
 function program(specifier: (name: string) => string): string {

@@ -190,7 +190,9 @@ describe("guarantee 6: secrets never appear in output (cli.ts run)", () => {
   test("a .mcp.json header value that cannot be sent is a configuration error naming the field, not the value", async () => {
     const file = join(dir, "bad-header.mcp.json");
     writeFileSync(file, JSON.stringify({ mcpServers: { api: { type: "http", url: `${echoUrl}/mcp`, headers: { Authorization: `Bearer ${MCP_TOKEN}\r\nX-Evil: 1` } } } }));
-    const run = await runCli(["run", "--json", "--mcp-config", file, "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/dev/null" }, { cwd: dir });
+    // A valid script: it is read with the rest of the environment, before the MCP configuration.
+    writeFileSync(join(dir, "empty-script.json"), "[]");
+    const run = await runCli(["run", "--json", "--mcp-config", file, "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: join(dir, "empty-script.json") }, { cwd: dir });
     assert.equal(run.code, 2, run.stderr);
     assert.match(run.stderr, /bad-header\.mcp\.json.*mcpServers\.api\.headers\.Authorization/);
     assertNoSecret(run.stdout + run.stderr, "output");

@@ -33,15 +33,14 @@ describe("mod.ts by URL", { skip: !runsOnce && "runs once, under bun" }, () => {
       writeFileSync(join(dir, "script.json"), JSON.stringify([{ text: "hello from a URL import" }]));
       writeFileSync(
         join(dir, "main.ts"),
-        `import { AgentSession, createModel, createRegistry, loadConfig } from "http://127.0.0.1:${port}/mod.ts";
-const config = loadConfig({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: ${JSON.stringify(join(dir, "script.json"))} }, (p) => Deno.readTextFileSync(p));
-const { registry } = await createRegistry([], { sessionId: "url" });
-const session = new AgentSession({ config, model: createModel(config), registry });
-const run = session.prompt("say hello");
+        `import { agentOptionsFromEnv, createAgent } from "http://127.0.0.1:${port}/mod.ts";
+const options = agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: ${JSON.stringify(join(dir, "script.json"))} }, { readFile: (p) => Deno.readTextFileSync(p) });
+const agent = await createAgent({ ...options, sessionId: "url" });
+const run = agent.prompt("say hello");
 let text = "";
 for await (const e of run) if (e.type === "text-delta") text += e.text;
 const result = await run.result;
-await registry.close();
+await agent.close();
 console.log(JSON.stringify({ text, stopReason: result.stopReason }));
 `,
       );

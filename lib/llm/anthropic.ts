@@ -15,9 +15,15 @@ export { type AnthropicStreamHandlers, fromAnthropicMessage, mapAnthropicStop, r
 /** The smallest `thinking.budget_tokens` the Messages API accepts. */
 export const MIN_THINKING_BUDGET_TOKENS = 1024;
 
-/** Options of {@link createAnthropicModel}. */
+/**
+ * Options of {@link createAnthropicModel}.
+ * @example
+ * const options: AnthropicOptions = { apiKey: "sk-ant-…", model: "claude-sonnet-4-5", thinkingBudgetTokens: 4096 };
+ */
 export interface AnthropicOptions {
+  /** The API key, sent as `x-api-key`. */
   apiKey: string;
+  /** The model id, for example `claude-sonnet-4-5`. */
   model: string;
   /** Default `https://api.anthropic.com`. */
   baseUrl?: string;

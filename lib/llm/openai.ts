@@ -11,9 +11,15 @@ import { clip, errorObjectText, parseArguments, resultText, sendAttempt, withTex
 import { AttemptError, type RetryOptions, withRetry } from "./retry.ts";
 import type { SseEvent } from "../http/sse.ts";
 
-/** Options of {@link createOpenAiModel}. */
+/**
+ * Options of {@link createOpenAiModel}.
+ * @example
+ * const options: OpenAiOptions = { apiKey: "", model: "llama3.2", baseUrl: "http://127.0.0.1:11434/v1" };
+ */
 export interface OpenAiOptions {
+  /** The API key, sent as `Authorization: Bearer …`; `""` sends none (local servers). */
   apiKey: string;
+  /** The model id, for example `gpt-4.1`. */
   model: string;
   /** Default `https://api.openai.com/v1`. */
   baseUrl?: string;

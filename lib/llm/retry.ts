@@ -72,7 +72,12 @@ export function backoffDelay(attempt: number, options: { baseMs?: number; maxMs?
 }
 
 
-/** Options of {@link withRetry}. */
+/**
+ * Options of {@link withRetry}.
+ * @example
+ * // Tests shorten the waits of a model's retries:
+ * const model = createOpenAiModel({ apiKey: "k", model: "m", retry: { baseDelayMs: 1, maxDelayMs: 5 } });
+ */
 export interface RetryOptions {
   /** Names the provider in the final error, e.g. `Anthropic`. */
   provider: string;

@@ -10,7 +10,11 @@ import { sleep } from "../time.ts";
 import { abortError, AgentError } from "../errors.ts";
 import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../types.ts";
 
-/** One scripted LLM response (SPEC section 11). */
+/**
+ * One scripted LLM response (SPEC section 11).
+ * @example
+ * const turns: ScriptTurn[] = [{ toolCalls: [{ name: "fs__read", arguments: { path: "a" } }] }, { text: "done", usage: { inputTokens: 10, outputTokens: 2 } }];
+ */
 export interface ScriptTurn {
   /** The assistant's text, emitted through `onTextDelta` in a few chunks; default `""`. */
   text?: string;
@@ -22,7 +26,11 @@ export interface ScriptTurn {
   usage?: { inputTokens: number; outputTokens: number };
 }
 
-/** Options of {@link createScriptedModel}. */
+/**
+ * Options of {@link createScriptedModel}.
+ * @example
+ * const model = createScriptedModel([{ text: "hi" }], { path: "greeting.json" } satisfies ScriptedOptions);
+ */
 export interface ScriptedOptions {
   /** Names the script in errors; default `(in-memory script)`. */
   path?: string;

@@ -298,7 +298,11 @@ export const TEMPLATE_ALTERNATION_ERROR =
 /** vLLM's error (Mistral tokenizer mode) for an assistant message with empty content and no calls. */
 export const EMPTY_ASSISTANT_ERROR = "Invalid assistant message: role='assistant' content=None tool_calls=None prefix=False";
 
-/** Options of {@link validateOpenAiRequest}. */
+/**
+ * Options of {@link validateOpenAiRequest}.
+ * @example
+ * const problems = validateOpenAiRequest(body, { strictTemplate: true } satisfies OpenAiValidateOptions);
+ */
 export interface OpenAiValidateOptions {
   /**
    * Also apply the rules of a strict chat template, as a server rendering a Mistral-family
@@ -347,6 +351,8 @@ export function strictTemplateProblems(body: unknown): string[] {
  * Checks a Chat Completions request body. Returns the problems the real API would report
  * (empty when the request is valid); with `strictTemplate`, also those of a strict chat
  * template ({@link strictTemplateProblems}).
+ * @example
+ * validateOpenAiRequest({ model: "", messages: [{ role: "user", content: "hi" }] }) // ["you must provide a model parameter"]
  */
 export function validateOpenAiRequest(body: unknown, options: OpenAiValidateOptions = {}): string[] {
   if (!isObj(body)) return ["(fake) the request body must be a JSON object"];

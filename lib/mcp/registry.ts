@@ -68,7 +68,11 @@ export interface RegistryOptions {
   random?: () => number;
 }
 
-/** A server that could not start. */
+/**
+ * A server that could not start.
+ * @example
+ * for (const failure of agent.failures) console.warn(`${failure.server}: ${failure.message}`);
+ */
 export interface RegistryFailure {
   /** The server's configured name. */
   server: string;

@@ -4,7 +4,11 @@
  * @module
  */
 
-/** The two protocol eras (SPEC section 10): 2026-07-28 and later, or 2025-11-25 and earlier. */
+/**
+ * The two protocol eras (SPEC section 10): 2026-07-28 and later, or 2025-11-25 and earlier.
+ * @example
+ * const pinned: McpServerConfig = { name: "old", transport: { type: "http", url: "http://127.0.0.1:3000/mcp", headers: {} }, protocol: "legacy" satisfies McpEra };
+ */
 export type McpEra = "modern" | "legacy";
 
 /** The newest revision the client speaks; sent first (modern era). */
@@ -14,7 +18,11 @@ export const LEGACY_PROTOCOL_VERSION = "2025-11-25";
 /** Every legacy revision the client accepts from `initialize`. */
 export const LEGACY_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] as const;
 
-/** A stdio server: a child process speaking newline-delimited JSON-RPC. */
+/**
+ * A stdio server: a child process speaking newline-delimited JSON-RPC.
+ * @example
+ * const transport: StdioServerConfig = { type: "stdio", command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."], env: {} };
+ */
 export interface StdioServerConfig {
   /** Discriminant; `.mcp.json` entries without `type` and without `url` are stdio. */
   type: "stdio";
@@ -31,7 +39,11 @@ export interface StdioServerConfig {
   cwd?: string;
 }
 
-/** A Streamable HTTP server. */
+/**
+ * A Streamable HTTP server.
+ * @example
+ * const transport: HttpServerConfig = { type: "http", url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer …" } };
+ */
 export interface HttpServerConfig {
   /** Discriminant; `.mcp.json` `"http"` and `"streamable-http"` both become `"http"`. */
   type: "http";
@@ -44,7 +56,11 @@ export interface HttpServerConfig {
   headers: Record<string, string>;
 }
 
-/** One configured server. */
+/**
+ * One configured server.
+ * @example
+ * const server: McpServerConfig = { name: "todo", transport: { type: "http", url: "http://127.0.0.1:8787/mcp", headers: {} } };
+ */
 export interface McpServerConfig {
   /** Matches `^[A-Za-z0-9_-]{1,64}$` without `__` (SPEC section 5.2). */
   name: string;

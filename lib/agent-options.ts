@@ -1,0 +1,258 @@
+/**
+ * The options of `createAgent` (`lib/agent.ts`) and their checking: which model, which MCP
+ * servers, the hook allowlist and every limit, each optional with its SPEC default; and how they
+ * become the loop's {@link Config}, a {@link Model} and a server list. Errors name the option.
+ * @module
+ */
+
+import { resolve } from "node:path";
+import { type Config, type HookServers, loadConfig, MAX_TIMER_MS } from "./config.ts";
+import { AgentError } from "./errors.ts";
+import { createAnthropicModel, MIN_THINKING_BUDGET_TOKENS } from "./llm/anthropic.ts";
+import { createOpenAiModel } from "./llm/openai.ts";
+import { createScriptedModel, parseScript, type ScriptTurn } from "./llm/scripted.ts";
+import { headerProblem, parseMcpConfig } from "./mcp/config.ts";
+import type { McpEra, McpServerConfig } from "./mcp/types.ts";
+import type { Model } from "./types.ts";
+
+/**
+ * Which LLM to talk to, as plain data: the Anthropic Messages API, any Chat Completions
+ * endpoint (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter…), or a scripted model that replays
+ * fixed turns without a network (SPEC section 11).
+ *
+ * - `anthropic`: `apiKey` and `model` required; `baseUrl` default `https://api.anthropic.com`,
+ *   `apiVersion` (the `anthropic-version` header) default `2023-06-01`, `thinkingBudgetTokens`
+ *   extended thinking, default 0 = off, else at least 1024 and below `maxOutputTokens`.
+ * - `openai`: `model` required; `apiKey` optional (local servers need none); `baseUrl` default
+ *   `https://api.openai.com/v1`.
+ * - `scripted`: `turns` as in a `SPROUT_AGENT_SCRIPT` file; `path` names them in errors.
+ *
+ * @example
+ * const options: ModelOptions = { provider: "openai", model: "llama3.2", baseUrl: "http://127.0.0.1:11434/v1" };
+ */
+export type ModelOptions =
+  | {
+    provider: "anthropic";
+    model: string;
+    apiKey: string;
+    baseUrl?: string | undefined;
+    apiVersion?: string | undefined;
+    thinkingBudgetTokens?: number | undefined;
+  }
+  | { provider: "openai"; model: string; apiKey?: string | undefined; baseUrl?: string | undefined }
+  | { provider: "scripted"; turns: readonly ScriptTurn[]; path?: string | undefined };
+
+/**
+ * The agent's limits, each optional with the default of SPEC section 9 (the environment
+ * variable that sets it from the command line in brackets). Whole numbers; durations in
+ * milliseconds.
+ * @example
+ * const limits: AgentLimits = { maxRounds: 20, toolTimeoutMs: 60_000, stopMaxRejections: 2 };
+ */
+export interface AgentLimits {
+  /** LLM rounds per prompt before it stops with `max_turn_requests`; default 0 = unlimited (`SPROUT_AGENT_MAX_ROUNDS`). */
+  maxRounds?: number;
+  /** Output tokens of each request; default 32768, at least 1 (`SPROUT_AGENT_MAX_OUTPUT_TOKENS`). */
+  maxOutputTokens?: number;
+  /** The context window compaction works from; default 128000, above `maxOutputTokens` (`SPROUT_AGENT_MAX_CONTEXT_TOKENS`). */
+  maxContextTokens?: number;
+  /** Idle deadline of each LLM attempt, in ms; default 120000 (`SPROUT_AGENT_LLM_TIMEOUT_SECS`). */
+  llmTimeoutMs?: number;
+  /** Bound of each tool call, in ms; default 660000 (`SPROUT_AGENT_TOOL_TIMEOUT_SECS`). */
+  toolTimeoutMs?: number;
+  /** Bound of connecting to a server and of each `tools/list`, in ms; default 30000 (`SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS`). */
+  mcpInitTimeoutMs?: number;
+  /** Tool calls of one response run at once; default 8, at least 1 (`SPROUT_AGENT_MAX_PARALLEL_TOOLS`). */
+  maxParallelTools?: number;
+  /** A longer tool result is cut in the middle, in UTF-8 bytes; default 51200, at least 256 (`SPROUT_AGENT_MAX_TOOL_RESULT_BYTES`). */
+  maxToolResultBytes?: number;
+  /** Summary compactions per session, then old turns are dropped; default 5 (`SPROUT_AGENT_MAX_HANDOFFS`). */
+  maxHandoffs?: number;
+  /** Bound of each hook call on each server, in ms; default 2500 (`SPROUT_AGENT_HOOK_TIMEOUT_MS`). */
+  hookTimeoutMs?: number;
+  /** `_Stop` objections the session may use, never reset; default 3, 0 = never call `_Stop` (`SPROUT_AGENT_STOP_MAX_REJECTIONS`). */
+  stopMaxRejections?: number;
+  /** Largest JSON-RPC line accepted from a stdio server or an ACP client, in bytes; default 4194304, at least 1024 (`SPROUT_AGENT_MAX_LINE_BYTES`). */
+  maxLineBytes?: number;
+}
+
+/**
+ * Options of {@link createAgent}. Nothing is read from the environment.
+ * @example
+ * const options: AgentOptions = {
+ *   model: { provider: "openai", model: "gpt-4.1", apiKey: "sk-…" },
+ *   mcpServers: [{ name: "fs", transport: { type: "stdio", command: "mcp-fs", args: ["."], env: {} } }],
+ *   hookServers: "*",
+ * };
+ */
+export interface AgentOptions extends AgentLimits {
+  /** The LLM: {@link ModelOptions}, or a ready {@link Model} (your own, or from a `create*Model` factory). */
+  model: ModelOptions | Model;
+  /**
+   * MCP servers, in the `.mcp.json` shape (`{mcpServers: {name: {command, args, env, cwd} |
+   * {type: "http", url, headers}}}`, `${VAR}` expanded from `env`, a relative `cwd` resolved
+   * against {@link AgentOptions.cwd}) or as a parsed list; default none.
+   */
+  mcpServers?: { mcpServers?: Record<string, unknown> } | readonly McpServerConfig[] | undefined;
+  /** Servers whose hooks (`_Stop`, `_PostCompact`) run: `"*"` for every server, or names; default none, hooks off (SPEC section 3). */
+  hookServers?: "*" | readonly string[] | undefined;
+  /** The system prompt; default the built-in one. */
+  systemPrompt?: string | undefined;
+  /** The session id, sent to every server as `_meta["sprout-agent/session"]`; default a random UUID. */
+  sessionId?: string | undefined;
+  /** The working folder of stdio servers that set none; default `process.cwd()`. */
+  cwd?: string | undefined;
+  /**
+   * `${VAR}` expansion in `mcpServers` (the `.mcp.json` shape) and the pass-through variables of
+   * stdio servers (`PATH`, `HOME`…, SPEC section 10); default `process.env` for the pass-through
+   * variables and `{}` for expansion.
+   */
+  env?: Record<string, string | undefined> | undefined;
+  /** For LLM and MCP HTTP requests; default the global `fetch`. */
+  fetch?: typeof fetch | undefined;
+  /** Non-fatal problems while servers start and run (a server died, a tool was skipped). */
+  onWarning?: ((message: string) => void) | undefined;
+  /**
+   * Shares each server's detected protocol era between agents of one process, so it is detected
+   * once (SPEC section 10); default a cache of this agent alone.
+   */
+  eraCache?: Map<string, McpEra> | undefined;
+  /** Aborts creation while servers start: {@link createAgent} rejects with an `AbortError`. */
+  signal?: AbortSignal | undefined;
+  /** Milliseconds clock for durations; default `Date.now`. */
+  now?: (() => number) | undefined;
+}
+
+/** Lowest (and highest) value of each limit; the defaults come from `loadConfig`. */
+const LIMITS: Record<keyof AgentLimits, { min: number; max?: number }> = {
+  maxRounds: { min: 0 },
+  maxOutputTokens: { min: 1 },
+  maxContextTokens: { min: 1 },
+  llmTimeoutMs: { min: 1, max: MAX_TIMER_MS },
+  toolTimeoutMs: { min: 1, max: MAX_TIMER_MS },
+  mcpInitTimeoutMs: { min: 1, max: MAX_TIMER_MS },
+  maxParallelTools: { min: 1 },
+  maxToolResultBytes: { min: 256 },
+  maxHandoffs: { min: 0 },
+  hookTimeoutMs: { min: 1, max: MAX_TIMER_MS },
+  stopMaxRejections: { min: 0 },
+  maxLineBytes: { min: 1024 },
+};
+
+function invalid(option: string, message: string): never {
+  throw new AgentError("config", `Invalid ${option}: ${message}`);
+}
+
+/** The loop's {@link Config}: SPEC defaults (those of `loadConfig`) overlaid with `options`, checked. */
+export function agentConfig(options: AgentOptions): Config {
+  const config = loadConfig({}, () => "");
+  const limits = config as unknown as Record<keyof AgentLimits, number>;
+  for (const [name, rule] of Object.entries(LIMITS) as [keyof AgentLimits, { min: number; max?: number }][]) {
+    const value = options[name];
+    if (value === undefined) continue;
+    if (typeof value !== "number" || !Number.isSafeInteger(value)) invalid(name, `${JSON.stringify(value)} is not a whole number`);
+    if (value < rule.min) invalid(name, `${value} must be at least ${rule.min}`);
+    if (rule.max !== undefined && value > rule.max) invalid(name, `${value} must be at most ${rule.max}`);
+    limits[name] = value;
+  }
+  if (config.maxContextTokens <= config.maxOutputTokens) {
+    invalid("maxContextTokens", `${config.maxContextTokens} must be greater than maxOutputTokens (${config.maxOutputTokens})`);
+  }
+  if (options.systemPrompt !== undefined) {
+    if (typeof options.systemPrompt !== "string") invalid("systemPrompt", "it must be a string");
+    config.systemPrompt = options.systemPrompt;
+  }
+  const hooks = options.hookServers;
+  if (hooks === "*") config.hookServers = { kind: "all" };
+  else if (hooks !== undefined) {
+    if (!Array.isArray(hooks) || hooks.some((h) => typeof h !== "string")) invalid("hookServers", 'it must be "*" or an array of server names');
+    config.hookServers = hooks.length === 0 ? { kind: "none" } : { kind: "only", names: [...hooks] } satisfies HookServers;
+  }
+  const m = options.model;
+  if (!isModel(m) && m.provider === "anthropic") {
+    const budget = m.thinkingBudgetTokens ?? 0;
+    if (!Number.isSafeInteger(budget) || budget < 0) invalid("model.thinkingBudgetTokens", `${JSON.stringify(budget)} is not a whole number`);
+    if (budget > 0 && budget < MIN_THINKING_BUDGET_TOKENS) {
+      invalid("model.thinkingBudgetTokens", `${budget} must be 0 (off) or at least ${MIN_THINKING_BUDGET_TOKENS}, the Messages API's minimum`);
+    }
+    if (budget >= config.maxOutputTokens) {
+      invalid("model.thinkingBudgetTokens", `${budget} must be less than maxOutputTokens (${config.maxOutputTokens})`);
+    }
+    config.thinkingBudgetTokens = budget;
+  }
+  return config;
+}
+
+export function isModel(value: ModelOptions | Model): value is Model {
+  return typeof (value as Partial<Model>).complete === "function";
+}
+
+function httpUrl(option: string, raw: string | undefined, fallback: string): string {
+  if (raw === undefined) return fallback;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) invalid(option, `${JSON.stringify(raw)} is not an http or https URL`);
+  return raw.trim();
+}
+
+function required(option: string, value: unknown, provider: string): string {
+  if (typeof value !== "string" || value.trim() === "") throw new AgentError("config", `Missing ${option}: required for provider "${provider}"`);
+  return value;
+}
+
+function key(option: string, value: string): string {
+  const trimmed = value.trim();
+  if (headerProblem("x-api-key", trimmed) !== undefined) {
+    invalid(option, "it contains a line break, a control or non-Latin-1 character, which cannot be sent in an HTTP header");
+  }
+  return trimmed;
+}
+
+/** The model of `spec`, with the agent's LLM deadline. */
+export function modelFrom(spec: ModelOptions, config: Config, fetchFn: typeof fetch | undefined): Model {
+  const fetchOption = fetchFn === undefined ? {} : { fetch: fetchFn };
+  if (spec.provider === "anthropic") {
+    return createAnthropicModel({
+      apiKey: key("model.apiKey", required("model.apiKey", spec.apiKey, spec.provider)),
+      model: required("model.model", spec.model, spec.provider),
+      baseUrl: httpUrl("model.baseUrl", spec.baseUrl, "https://api.anthropic.com"),
+      apiVersion: spec.apiVersion ?? "2023-06-01",
+      timeoutMs: config.llmTimeoutMs,
+      thinkingBudgetTokens: config.thinkingBudgetTokens,
+      ...fetchOption,
+    });
+  }
+  if (spec.provider === "openai") {
+    return createOpenAiModel({
+      apiKey: spec.apiKey === undefined || spec.apiKey === "" ? "" : key("model.apiKey", spec.apiKey),
+      model: required("model.model", spec.model, spec.provider),
+      baseUrl: httpUrl("model.baseUrl", spec.baseUrl, "https://api.openai.com/v1"),
+      timeoutMs: config.llmTimeoutMs,
+      ...fetchOption,
+    });
+  }
+  if (spec.provider === "scripted") {
+    const path = spec.path ?? "(in-memory script)";
+    // parseScript checks the shape (and names the script); a copy, so one agent cannot change another's turns.
+    return createScriptedModel(parseScript(structuredClone(spec.turns), path), { path });
+  }
+  return invalid("model.provider", `${JSON.stringify((spec as { provider?: unknown }).provider)} is not one of anthropic, openai, scripted`);
+}
+
+/** `options.mcpServers` as a list of server configurations. */
+export function serverList(options: AgentOptions): McpServerConfig[] {
+  const servers = options.mcpServers;
+  if (servers === undefined) return [];
+  if (Array.isArray(servers)) return [...servers];
+  if (typeof servers !== "object" || servers === null) invalid("mcpServers", "it must be an object in the .mcp.json shape or an array of servers");
+  const cwd = options.cwd;
+  return parseMcpConfig(JSON.stringify(servers), "options.mcpServers", {
+    env: options.env ?? {},
+    resolvePath: (_base, relative) => (cwd === undefined ? resolve(relative) : resolve(cwd, relative)),
+  });
+}
+

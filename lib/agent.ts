@@ -1,0 +1,156 @@
+/**
+ * The front door: {@link createAgent} builds a ready agent (one session, its model and its MCP
+ * servers, one session id for all) from plain options (`lib/agent-options.ts`);
+ * `agentOptionsFromEnv` (`lib/agent-env.ts`) reads those options from the environment.
+ * `cli.ts` and `lib/acp.ts` are built on the two.
+ * @module
+ */
+
+import { abortError, AgentError } from "./errors.ts";
+import { agentConfig, type AgentOptions, isModel, modelFrom, serverList } from "./agent-options.ts";
+import { AgentSession, type PromptRun } from "./loop.ts";
+import { createRegistry, type RegistryFailure } from "./mcp/registry.ts";
+import type { ToolRegistry } from "./mcp/types.ts";
+import type { HistoryItem } from "./types.ts";
+
+/**
+ * A ready agent: one conversation (history, `_Stop` budget, compaction count) with its model
+ * and its connected MCP servers.
+ * @example
+ * const agent: Agent = await createAgent({ model: { provider: "scripted", turns: [{ text: "hi" }] } });
+ * for (const f of agent.failures) console.warn(f.message);
+ * const run = agent.prompt("hello");
+ * for await (const event of run) console.log(event.type);
+ * await agent.close();
+ */
+export interface Agent {
+  /** The session id every server saw as `_meta["sprout-agent/session"]`. */
+  readonly sessionId: string;
+  /**
+   * The servers that could not start, in configuration order, each with a message naming it
+   * (`Cannot start server "x": …`). They stay out of the session; the CLI prints them as
+   * warnings, the ACP server fails `session/new` with them.
+   */
+  readonly failures: readonly RegistryFailure[];
+  /** The conversation so far. */
+  readonly history: readonly HistoryItem[];
+  /** True while a prompt runs; a second concurrent `prompt` throws. */
+  readonly busy: boolean;
+  /**
+   * Runs one prompt: iterate the returned run for its events, await `run.result` for the stop
+   * reason and counts. `signal` cancels it (stop reason `cancelled`).
+   * @throws (through `result`) {AgentError} `llm` when the LLM fails after its retries
+   */
+  prompt(text: string, options?: { signal?: AbortSignal }): PromptRun;
+  /** Closes every MCP server (stdio children end, HTTP sessions are deleted). Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds an agent: validates the options, creates the model, connects every MCP server
+ * concurrently (each bounded by `mcpInitTimeoutMs`) and lists its tools. Asynchronous because
+ * the servers connect here, so that failures are known before the first prompt and a prompt
+ * never waits for a start-up. A server that cannot start does not fail the call: see
+ * {@link Agent.failures}. Close the agent when done.
+ * @throws {AgentError} code `config` naming the option for an invalid value (a missing model
+ *   id or key, a limit out of range, a bad `mcpServers` entry); an `AbortError` when `signal`
+ *   aborts while servers start (those started are closed)
+ * @example
+ * ```ts
+ * const agent = await createAgent({
+ *   model: { provider: "anthropic", model: "claude-sonnet-4-5", apiKey: "sk-ant-…" },
+ *   mcpServers: { mcpServers: { todo: { type: "http", url: "http://127.0.0.1:8787/mcp" } } },
+ *   hookServers: ["todo"],
+ *   maxRounds: 20,
+ * });
+ * try {
+ *   const run = agent.prompt("Say hello");
+ *   for await (const event of run) if (event.type === "text-delta") console.log(event.text);
+ *   console.log((await run.result).stopReason);
+ * } finally {
+ *   await agent.close();
+ * }
+ * ```
+ */
+export async function createAgent(options: AgentOptions): Promise<Agent> {
+  const config = agentConfig(options);
+  const model = isModel(options.model) ? options.model : modelFrom(options.model, config, options.fetch);
+  const servers = serverList(options);
+  const sessionId = options.sessionId ?? crypto.randomUUID();
+  const starting = createRegistry(servers, {
+    sessionId,
+    initTimeoutMs: config.mcpInitTimeoutMs,
+    maxLineBytes: config.maxLineBytes,
+    ...(options.eraCache === undefined ? {} : { eraCache: options.eraCache }),
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    ...(options.env === undefined ? {} : { env: options.env }),
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+  });
+  const { registry, failures } = await abortable(starting, options.signal);
+  const session = new AgentSession({
+    config,
+    model,
+    registry,
+    id: sessionId,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
+  return new ReadyAgent(session, registry, failures);
+}
+
+class ReadyAgent implements Agent {
+  readonly failures: readonly RegistryFailure[];
+  readonly #session: AgentSession;
+  readonly #registry: ToolRegistry;
+  #closing: Promise<void> | undefined;
+
+  constructor(session: AgentSession, registry: ToolRegistry, failures: RegistryFailure[]) {
+    this.#session = session;
+    this.#registry = registry;
+    this.failures = failures;
+  }
+
+  get sessionId(): string {
+    return this.#session.id;
+  }
+
+  get history(): readonly HistoryItem[] {
+    return this.#session.history;
+  }
+
+  get busy(): boolean {
+    return this.#session.busy;
+  }
+
+  prompt(text: string, options: { signal?: AbortSignal } = {}): PromptRun {
+    if (this.#closing !== undefined) throw new AgentError("usage", "Cannot start a prompt: the agent is closed");
+    return this.#session.prompt(text, options);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#registry.close().catch(() => {});
+    return this.#closing;
+  }
+}
+
+/** `promise`, or an `AbortError` once `signal` aborts; what `promise` opens is then closed. */
+async function abortable(
+  promise: Promise<{ registry: ToolRegistry; failures: RegistryFailure[] }>,
+  signal: AbortSignal | undefined,
+): Promise<{ registry: ToolRegistry; failures: RegistryFailure[] }> {
+  if (signal === undefined) return await promise;
+  let onAbort = () => {};
+  const aborted = new Promise<"aborted">((resolve) => {
+    onAbort = () => resolve("aborted");
+    if (signal.aborted) onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    const started = await Promise.race([promise, aborted]);
+    if (started !== "aborted") return started;
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+  void promise.then(({ registry }) => registry.close()).catch(() => {});
+  throw abortError("Creating the agent was aborted");
+}
