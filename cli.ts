@@ -76,7 +76,11 @@ function exit(code: number): void {
   killAllServers();
   void Promise.all([stdout.flush(FLUSH_TIMEOUT_MS), stderr.flush(FLUSH_TIMEOUT_MS)]).then(([flushed]) => {
     if (!flushed) {
-      process.stderr.write(`sprout-agent: Cannot flush stdout: the reader took no output for ${formatSeconds(FLUSH_TIMEOUT_MS)} s, ${stdout.pending} writes lost\n`);
+      process.stderr.write(
+        `sprout-agent: Cannot flush stdout: the reader took no output for ${
+          formatSeconds(FLUSH_TIMEOUT_MS)
+        } s, ${stdout.pending} writes lost\n`,
+      );
     }
     const lost = stdoutLost ?? (flushed ? undefined : 1);
     process.exit(code === 0 && lost !== undefined ? lost : code);
@@ -100,7 +104,9 @@ function parseRunArgs(args: string[]): RunArgs {
     if (arg === "--json") out.json = true;
     else if (arg === "--mcp-config" || arg.startsWith("--mcp-config=")) {
       const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
-      if (value === undefined || value === "") throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
+      if (value === undefined || value === "") {
+        throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
+      }
       out.mcpConfig = value;
     } else if (arg.startsWith("--") || (arg.startsWith("-") && arg !== "-")) {
       throw new AgentError("usage", `Unknown flag ${JSON.stringify(arg)}: see --help`);
@@ -122,7 +128,10 @@ function loadServers(path: string | undefined): McpServerConfig[] {
   try {
     text = readFileSync(file, "utf8");
   } catch (error) {
-    throw new AgentError("config", `Cannot read MCP configuration ${JSON.stringify(file)}: ${(error as Error).message}`);
+    throw new AgentError(
+      "config",
+      `Cannot read MCP configuration ${JSON.stringify(file)}: ${(error as Error).message}`,
+    );
   }
   return parseMcpConfig(text, resolve(file), { env: process.env, resolvePath: (base, rel) => resolve(base, rel) });
 }
@@ -194,8 +203,14 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
           if (started) clearTimeout(started.timer);
           const args = started ? ` ${out.dim(shortArgs(started.args))}` : "";
           // A failure shows its error; a success the first line of what the model got back.
-          const tail = e.ok ? out.dim(firstLine(e.output, 80) === "" ? "" : ` → ${firstLine(e.output, 80)}`) : ` ${out.red(firstLine(e.output, 120))}`;
-          line(`${e.ok ? out.green("✓") : out.red("✗")} ${e.name}${args} ${out.dim(`(${formatDuration(e.durationMs)})`)}${tail}`);
+          const tail = e.ok
+            ? out.dim(firstLine(e.output, 80) === "" ? "" : ` → ${firstLine(e.output, 80)}`)
+            : ` ${out.red(firstLine(e.output, 120))}`;
+          line(
+            `${e.ok ? out.green("✓") : out.red("✗")} ${e.name}${args} ${
+              out.dim(`(${formatDuration(e.durationMs)})`)
+            }${tail}`,
+          );
           break;
         }
         case "hook":
@@ -226,7 +241,9 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
     result(r) {
       if (r.refusal !== undefined) line(out.yellow(`⊘ refused: ${r.refusal}`));
       line(out.dim(
-        `■ ${r.stopReason} · ${r.rounds} round${r.rounds === 1 ? "" : "s"} · ${r.toolCalls} tool call${r.toolCalls === 1 ? "" : "s"} · ` +
+        `■ ${r.stopReason} · ${r.rounds} round${r.rounds === 1 ? "" : "s"} · ${r.toolCalls} tool call${
+          r.toolCalls === 1 ? "" : "s"
+        } · ` +
           `${r.objections} objection${r.objections === 1 ? "" : "s"} · ${formatDuration(r.durationMs)}`,
       ));
     },
@@ -250,11 +267,13 @@ async function run(args: string[]): Promise<number> {
   if (prompt.trim() === "") throw new AgentError("usage", "Missing prompt: the prompt is empty");
 
   const json = parsed.json;
-  const emitJson = (value: Record<string, unknown>) => stdout.write(`${JSON.stringify(redactEvent(value as { type: string }, secrets))}\n`);
+  const emitJson = (value: Record<string, unknown>) =>
+    stdout.write(`${JSON.stringify(redactEvent(value as { type: string }, secrets))}\n`);
   const printer = json ? undefined : humanPrinter();
   const human = printer === undefined ? undefined : {
     event: (e: AgentEvent) => printer.event(redactEvent(e, secrets)),
-    result: (r: PromptResult) => printer.result(r.refusal === undefined ? r : { ...r, refusal: redact(r.refusal, secrets) }),
+    result: (r: PromptResult) =>
+      printer.result(r.refusal === undefined ? r : { ...r, refusal: redact(r.refusal, secrets) }),
   };
   const warn = (message: string) => {
     if (json) emitJson({ type: "warning", message });
@@ -296,7 +315,9 @@ async function run(args: string[]): Promise<number> {
     throw error;
   }
   // The registry's messages already name the server, most as "Cannot start server …".
-  for (const f of agent.failures) warn(f.message.startsWith("Cannot start server") ? f.message : `Cannot start server "${f.server}": ${f.message}`);
+  for (const f of agent.failures) {
+    warn(f.message.startsWith("Cannot start server") ? f.message : `Cannot start server "${f.server}": ${f.message}`);
+  }
   try {
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
     const runHandle = agent.prompt(prompt, { signal: controller.signal });
@@ -356,7 +377,12 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "run") return await run(rest);
   if (command === "acp") {
-    if (rest.length > 0) throw new AgentError("usage", `Unexpected argument ${JSON.stringify(rest[0])}: acp takes no arguments (see --help)`);
+    if (rest.length > 0) {
+      throw new AgentError(
+        "usage",
+        `Unexpected argument ${JSON.stringify(rest[0])}: acp takes no arguments (see --help)`,
+      );
+    }
     const { serveAcp } = await import("./lib/acp.ts");
     // serveAcp writes process.stdout itself and resolves once what it wrote is flushed.
     return await serveAcp({ env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
@@ -368,7 +394,11 @@ main(process.argv.slice(2)).then(
   (code) => exit(code),
   (error: unknown) => {
     const usage = error instanceof AgentError && (error.code === "config" || error.code === "usage");
-    const text = usage || error instanceof AgentError ? (error as Error).message : error instanceof Error ? error.stack ?? error.message : String(error);
+    const text = usage || error instanceof AgentError
+      ? (error as Error).message
+      : error instanceof Error
+      ? error.stack ?? error.message
+      : String(error);
     stderr.write(`sprout-agent: ${redact(text, secrets)}\n`);
     exit(usage ? 2 : 1);
   },

@@ -40,7 +40,18 @@ export { createOpenAiModel } from "./lib/llm/openai.ts";
 export type { OpenAiOptions } from "./lib/llm/openai.ts";
 export { createScriptedModel } from "./lib/llm/scripted.ts";
 export type { ScriptedOptions, ScriptTurn } from "./lib/llm/scripted.ts";
-export type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ResultBlock, StopReason, ToolCall, ToolDef, Usage } from "./lib/types.ts";
+export type {
+  HistoryItem,
+  LlmRequest,
+  LlmResponse,
+  Model,
+  ProviderStop,
+  ResultBlock,
+  StopReason,
+  ToolCall,
+  ToolDef,
+  Usage,
+} from "./lib/types.ts";
 export { AgentError } from "./lib/errors.ts";
 export type { AgentErrorCode } from "./lib/errors.ts";
 export type { HookMeta, HookName } from "./lib/hooks.ts";

@@ -22,9 +22,28 @@
  */
 
 export { startFakeLlm } from "./lib/testing.ts";
-export type { FakeHttpError, FakeLlm, FakeLlmOptions, FakeReply, FakeStreamError, FakeTurn, RecordedRequest, StreamShape } from "./lib/testing.ts";
+export type {
+  FakeHttpError,
+  FakeLlm,
+  FakeLlmOptions,
+  FakeReply,
+  FakeStreamError,
+  FakeTurn,
+  RecordedRequest,
+  StreamShape,
+} from "./lib/testing.ts";
 export { strictTemplateProblems, validateAnthropicRequest, validateOpenAiRequest } from "./lib/llm/validate.ts";
 export type { OpenAiValidateOptions } from "./lib/llm/validate.ts";
 export { createScriptedModel } from "./lib/llm/scripted.ts";
 export type { ScriptedOptions, ScriptTurn } from "./lib/llm/scripted.ts";
-export type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ResultBlock, ToolCall, ToolDef, Usage } from "./lib/types.ts";
+export type {
+  HistoryItem,
+  LlmRequest,
+  LlmResponse,
+  Model,
+  ProviderStop,
+  ResultBlock,
+  ToolCall,
+  ToolDef,
+  Usage,
+} from "./lib/types.ts";

@@ -106,20 +106,28 @@ function pieces(text: string, n = 3): string[] {
   return out;
 }
 
-function callsOf(turn: FakeReply, idBase: number, prefix: string, wire: WireOptions = {}): { id: string; name: string; json: string }[] {
+function callsOf(
+  turn: FakeReply,
+  idBase: number,
+  prefix: string,
+  wire: WireOptions = {},
+): { id: string; name: string; json: string }[] {
   return (turn.toolCalls ?? []).map((c, i) => ({
-    id: c.id ?? (wire.mistralIds === true
-      ? `Fk${String(idBase % 10_000).padStart(4, "0")}${String((i + 1) % 1000).padStart(3, "0")}`
-      : turn.toolCallStream?.startsWith("ollama") === true
-      ? `call_${(idBase * 1000 + i + 1).toString(36).padStart(8, "0").slice(-8)}`
-      : `${prefix}${idBase}_${i + 1}`),
+    id: c.id ??
+      (wire.mistralIds === true
+        ? `Fk${String(idBase % 10_000).padStart(4, "0")}${String((i + 1) % 1000).padStart(3, "0")}`
+        : turn.toolCallStream?.startsWith("ollama") === true
+        ? `call_${(idBase * 1000 + i + 1).toString(36).padStart(8, "0").slice(-8)}`
+        : `${prefix}${idBase}_${i + 1}`),
     name: c.name,
     json: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments ?? {}),
   }));
 }
 
 function stopOf(turn: FakeReply, wire: "anthropic" | "openai"): string {
-  const neutral = turn.truncateInToolCall === true ? "max_tokens" : turn.stop ?? ((turn.toolCalls?.length ?? 0) > 0 ? "tool_use" : "end_turn");
+  const neutral = turn.truncateInToolCall === true
+    ? "max_tokens"
+    : turn.stop ?? ((turn.toolCalls?.length ?? 0) > 0 ? "tool_use" : "end_turn");
   const table: Record<string, [string, string]> = {
     end_turn: ["end_turn", "stop"],
     tool_use: ["tool_use", "tool_calls"],
@@ -160,10 +168,16 @@ export function anthropicEvents(turn: FakeReply, body: Record<string, unknown>, 
   }, { event: "ping", data: { type: "ping" } }];
   let index = 0;
   let paused = false;
-  const delta = (d: Record<string, unknown>) => ({ event: "content_block_delta", data: { type: "content_block_delta", index, delta: d } });
+  const delta = (d: Record<string, unknown>) => ({
+    event: "content_block_delta",
+    data: { type: "content_block_delta", index, delta: d },
+  });
   const stop = () => out.push({ event: "content_block_stop", data: { type: "content_block_stop", index: index++ } });
   if (turn.thinking !== undefined) {
-    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } } });
+    out.push({
+      event: "content_block_start",
+      data: { type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } },
+    });
     for (const piece of pieces(turn.thinking)) out.push(delta({ type: "thinking_delta", thinking: piece }));
     out.push(delta({ type: "signature_delta", signature: fakeThinkingSignature(turn.thinking) }));
     stop();
@@ -178,17 +192,27 @@ export function anthropicEvents(turn: FakeReply, body: Record<string, unknown>, 
     const start = raw["type"] === "text" ? { type: "text", text: "" } : hasInput ? { ...raw, input: {} } : raw;
     out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: start } });
     if (raw["type"] === "text") {
-      for (const citation of Array.isArray(raw["citations"]) ? raw["citations"] : []) out.push(delta({ type: "citations_delta", citation }));
+      for (const citation of Array.isArray(raw["citations"]) ? raw["citations"] : []) {
+        out.push(delta({ type: "citations_delta", citation }));
+      }
       for (const piece of pieces(String(raw["text"] ?? ""))) out.push(delta({ type: "text_delta", text: piece }));
     } else if (hasInput) {
-      for (const piece of pieces(JSON.stringify(raw["input"]))) out.push(delta({ type: "input_json_delta", partial_json: piece }));
+      for (const piece of pieces(JSON.stringify(raw["input"]))) {
+        out.push(delta({ type: "input_json_delta", partial_json: piece }));
+      }
     }
     stop();
   }
   if ((turn.text ?? "") !== "") {
-    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: { type: "text", text: "" } } });
+    out.push({
+      event: "content_block_start",
+      data: { type: "content_block_start", index, content_block: { type: "text", text: "" } },
+    });
     for (const piece of pieces(turn.text ?? "")) {
-      out.push({ event: "content_block_delta", data: { type: "content_block_delta", index, delta: { type: "text_delta", text: piece } } });
+      out.push({
+        event: "content_block_delta",
+        data: { type: "content_block_delta", index, delta: { type: "text_delta", text: piece } },
+      });
       if (!paused) out.push({ pause: true });
       paused = true;
     }
@@ -198,17 +222,32 @@ export function anthropicEvents(turn: FakeReply, body: Record<string, unknown>, 
   const calls = callsOf(turn, idBase, "toolu_fake_");
   calls.forEach((call, i) => {
     const last = i === calls.length - 1;
-    const json = last && turn.truncateInToolCall === true ? call.json.slice(0, Math.max(1, Math.floor(call.json.length / 2))) : call.json;
-    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: { type: "tool_use", id: call.id, name: call.name, input: {} } } });
+    const json = last && turn.truncateInToolCall === true
+      ? call.json.slice(0, Math.max(1, Math.floor(call.json.length / 2)))
+      : call.json;
+    out.push({
+      event: "content_block_start",
+      data: {
+        type: "content_block_start",
+        index,
+        content_block: { type: "tool_use", id: call.id, name: call.name, input: {} },
+      },
+    });
     for (const piece of pieces(json)) {
-      out.push({ event: "content_block_delta", data: { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: piece } } });
+      out.push({
+        event: "content_block_delta",
+        data: { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: piece } },
+      });
     }
     out.push({ event: "content_block_stop", data: { type: "content_block_stop", index } });
     index++;
   });
   const messageDelta: Record<string, unknown> = { stop_reason: stopOf(turn, "anthropic"), stop_sequence: null };
   if (turn.stopDetails !== undefined) messageDelta["stop_details"] = { type: "refusal", ...turn.stopDetails };
-  out.push({ event: "message_delta", data: { type: "message_delta", delta: messageDelta, usage: { output_tokens: usage["output_tokens"] } } });
+  out.push({
+    event: "message_delta",
+    data: { type: "message_delta", delta: messageDelta, usage: { output_tokens: usage["output_tokens"] } },
+  });
   out.push({ event: "message_stop", data: { type: "message_stop" } });
   return out;
 }
@@ -216,8 +255,12 @@ export function anthropicEvents(turn: FakeReply, body: Record<string, unknown>, 
 /** A non-streamed Messages API response for `turn`. */
 export function anthropicJson(turn: FakeReply, body: Record<string, unknown>, idBase: number): Record<string, unknown> {
   const content: unknown[] = [];
-  if (turn.thinking !== undefined) content.push({ type: "thinking", thinking: turn.thinking, signature: fakeThinkingSignature(turn.thinking) });
-  if (turn.redactedThinking !== undefined) content.push({ type: "redacted_thinking", data: fakeRedactedThinkingData(turn.redactedThinking) });
+  if (turn.thinking !== undefined) {
+    content.push({ type: "thinking", thinking: turn.thinking, signature: fakeThinkingSignature(turn.thinking) });
+  }
+  if (turn.redactedThinking !== undefined) {
+    content.push({ type: "redacted_thinking", data: fakeRedactedThinkingData(turn.redactedThinking) });
+  }
   content.push(...(turn.blocks ?? []));
   if ((turn.text ?? "") !== "") content.push({ type: "text", text: turn.text });
   for (const call of callsOf(turn, idBase, "toolu_fake_")) {
@@ -242,16 +285,33 @@ export function anthropicJson(turn: FakeReply, body: Record<string, unknown>, id
 
 function openAiUsage(turn: FakeReply): Record<string, number> {
   const u = turn.usage ?? { inputTokens: 10, outputTokens: 5 };
-  return { prompt_tokens: u.inputTokens, completion_tokens: u.outputTokens, total_tokens: u.inputTokens + u.outputTokens };
+  return {
+    prompt_tokens: u.inputTokens,
+    completion_tokens: u.outputTokens,
+    total_tokens: u.inputTokens + u.outputTokens,
+  };
 }
 
 /** Chat Completions chunks for `turn`: content and tool-call argument fragments, the finish chunk, the usage chunk when asked, `[DONE]`. */
-export function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idBase: number, wire: WireOptions = {}): Piece[] {
+export function openAiEvents(
+  turn: FakeReply,
+  body: Record<string, unknown>,
+  idBase: number,
+  wire: WireOptions = {},
+): Piece[] {
   const ollama = turn.toolCallStream === "ollama" || turn.toolCallStream === "ollama-no-index";
   const base = ollama
-    ? { id: `chatcmpl-${idBase}`, object: "chat.completion.chunk", created: 1721830176, model: body["model"], system_fingerprint: "fp_ollama" }
+    ? {
+      id: `chatcmpl-${idBase}`,
+      object: "chat.completion.chunk",
+      created: 1721830176,
+      model: body["model"],
+      system_fingerprint: "fp_ollama",
+    }
     : { id: `chatcmpl-fake${idBase}`, object: "chat.completion.chunk", created: 0, model: body["model"] };
-  const chunk = (delta: unknown, finish: string | null = null) => ({ data: { ...base, choices: [{ index: 0, delta, finish_reason: finish }] } });
+  const chunk = (delta: unknown, finish: string | null = null) => ({
+    data: { ...base, choices: [{ index: 0, delta, finish_reason: finish }] },
+  });
   const out: Piece[] = [chunk({ role: "assistant", content: "" })];
   let paused = false;
   for (const piece of pieces(turn.text ?? "")) {
@@ -270,7 +330,9 @@ export function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idB
   };
   calls.forEach((call, i) => {
     const last = i === calls.length - 1;
-    const json = last && turn.truncateInToolCall === true ? call.json.slice(0, Math.max(1, Math.floor(call.json.length / 2))) : call.json;
+    const json = last && turn.truncateInToolCall === true
+      ? call.json.slice(0, Math.max(1, Math.floor(call.json.length / 2)))
+      : call.json;
     if (ollama) {
       // Go's encoding/json field order: id, index, type, function{name, arguments}.
       const whole = turn.toolCallStream === "ollama"
@@ -280,10 +342,23 @@ export function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idB
       return;
     }
     if (turn.argumentsAsObject === true) {
-      out.push(chunk({ tool_calls: [{ index: i, id: call.id, type: "function", function: { name: call.name, arguments: args(json) } }] }));
+      out.push(
+        chunk({
+          tool_calls: [{
+            index: i,
+            id: call.id,
+            type: "function",
+            function: { name: call.name, arguments: args(json) },
+          }],
+        }),
+      );
       return;
     }
-    out.push(chunk({ tool_calls: [{ index: i, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }));
+    out.push(
+      chunk({
+        tool_calls: [{ index: i, id: call.id, type: "function", function: { name: call.name, arguments: "" } }],
+      }),
+    );
     for (const piece of pieces(json)) out.push(chunk({ tool_calls: [{ index: i, function: { arguments: piece } }] }));
   });
   out.push(chunk(ollama ? { role: "assistant", content: "" } : {}, stopOf(turn, "openai")));
@@ -294,7 +369,12 @@ export function openAiEvents(turn: FakeReply, body: Record<string, unknown>, idB
 }
 
 /** A non-streamed Chat Completions response for `turn`. */
-export function openAiJson(turn: FakeReply, body: Record<string, unknown>, idBase: number, wire: WireOptions = {}): Record<string, unknown> {
+export function openAiJson(
+  turn: FakeReply,
+  body: Record<string, unknown>,
+  idBase: number,
+  wire: WireOptions = {},
+): Record<string, unknown> {
   const calls = callsOf(turn, idBase, "call_fake_", wire);
   const message: Record<string, unknown> = { role: "assistant", content: turn.text ?? null };
   if (calls.length > 0) {
@@ -322,10 +402,27 @@ export function streamErrorEvents(wire: "anthropic" | "openai", turn: FakeStream
     return [
       {
         event: "message_start",
-        data: { type: "message_start", message: { id: "msg_fake_err", type: "message", role: "assistant", model, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } } },
+        data: {
+          type: "message_start",
+          message: {
+            id: "msg_fake_err",
+            type: "message",
+            role: "assistant",
+            model,
+            content: [],
+            stop_reason: null,
+            usage: { input_tokens: 10, output_tokens: 1 },
+          },
+        },
       },
-      { event: "content_block_start", data: { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } } },
-      { event: "content_block_delta", data: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } } },
+      {
+        event: "content_block_start",
+        data: { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+      },
+      {
+        event: "content_block_delta",
+        data: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } },
+      },
       { event: "error", data: { type: "error", error: { type: turn.streamError, message } } },
     ];
   }

@@ -57,12 +57,16 @@ export function promptText(raw: unknown): string {
       if (typeof b["text"] !== "string") throw invalid(method, `prompt[${i}].text must be a string`);
       parts.push(b["text"]);
     } else if (b["type"] === "resource_link") {
-      if (typeof b["uri"] !== "string" || b["uri"] === "") throw invalid(method, `prompt[${i}].uri must be a non-empty string`);
+      if (typeof b["uri"] !== "string" || b["uri"] === "") {
+        throw invalid(method, `prompt[${i}].uri must be a non-empty string`);
+      }
       parts.push(`[resource: ${b["uri"]}]`);
     } else {
       throw invalid(
         method,
-        `prompt[${i}] has content type ${JSON.stringify(b["type"] ?? null)}, which is not supported (only text and resource_link)`,
+        `prompt[${i}] has content type ${
+          JSON.stringify(b["type"] ?? null)
+        }, which is not supported (only text and resource_link)`,
       );
     }
   });
@@ -77,7 +81,9 @@ function pairs(method: string, at: string, raw: unknown): Record<string, string>
   const out: Record<string, string> = {};
   raw.forEach((item: unknown, i) => {
     const entry = item as { name?: unknown; value?: unknown } | null;
-    if (typeof entry !== "object" || entry === null || typeof entry.name !== "string" || typeof entry.value !== "string") {
+    if (
+      typeof entry !== "object" || entry === null || typeof entry.name !== "string" || typeof entry.value !== "string"
+    ) {
       throw invalid(method, `${at}[${i}] must be {name: string, value: string}`);
     }
     out[entry.name] = entry.value;
@@ -94,11 +100,17 @@ function pairs(method: string, at: string, raw: unknown): Record<string, string>
 export function acpServers(raw: unknown, cwd: string): McpServerConfig[] {
   const method = "session/new";
   if (!Array.isArray(raw)) throw invalid(method, "mcpServers must be an array");
-  if (raw.length > MAX_SERVERS) throw invalid(method, `${raw.length} MCP servers given, at most ${MAX_SERVERS} are allowed`);
+  if (raw.length > MAX_SERVERS) {
+    throw invalid(method, `${raw.length} MCP servers given, at most ${MAX_SERVERS} are allowed`);
+  }
   const entries = raw.map((item: unknown, i) => {
-    if (typeof item !== "object" || item === null || Array.isArray(item)) throw invalid(method, `mcpServers[${i}] must be an object`);
+    if (typeof item !== "object" || item === null || Array.isArray(item)) {
+      throw invalid(method, `mcpServers[${i}] must be an object`);
+    }
     const s = item as Record<string, unknown>;
-    if (typeof s["name"] !== "string" || s["name"].trim() === "") throw invalid(method, `mcpServers[${i}].name must be a non-empty string`);
+    if (typeof s["name"] !== "string" || s["name"].trim() === "") {
+      throw invalid(method, `mcpServers[${i}].name must be a non-empty string`);
+    }
     return s as Record<string, unknown> & { name: string };
   });
   const names = sanitizeServerNames(entries.map((s) => s.name));
@@ -108,7 +120,10 @@ export function acpServers(raw: unknown, cwd: string): McpServerConfig[] {
     const display = name === s.name ? {} : { displayName: s.name };
     const type = s["type"] ?? "stdio";
     if (type === "sse") {
-      throw invalid(method, `${at} uses transport "sse", which sprout-agent does not support (mcpCapabilities.sse is false): use "http"`);
+      throw invalid(
+        method,
+        `${at} uses transport "sse", which sprout-agent does not support (mcpCapabilities.sse is false): use "http"`,
+      );
     }
     if (type === "http") {
       const url = s["url"];
@@ -122,9 +137,13 @@ export function acpServers(raw: unknown, cwd: string): McpServerConfig[] {
     }
     if (type !== "stdio") throw invalid(method, `${at}.type ${JSON.stringify(type)} is not one of stdio, http`);
     const command = s["command"];
-    if (typeof command !== "string" || command === "") throw invalid(method, `${at}.command must be a non-empty string`);
+    if (typeof command !== "string" || command === "") {
+      throw invalid(method, `${at}.command must be a non-empty string`);
+    }
     const args = s["args"] ?? [];
-    if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw invalid(method, `${at}.args must be an array of strings`);
+    if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) {
+      throw invalid(method, `${at}.args must be an array of strings`);
+    }
     return {
       name,
       ...display,

@@ -20,16 +20,27 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
   switch (event.type) {
     case "text-delta":
       return {
-        updates: event.text === "" ? [] : [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: event.text } }],
+        updates: event.text === ""
+          ? []
+          : [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: event.text } }],
       };
     case "thinking-delta":
       return {
-        updates: event.text === "" ? [] : [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: event.text } }],
+        updates: event.text === ""
+          ? []
+          : [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: event.text } }],
       };
     case "tool-start":
       return {
         updates: [
-          { sessionUpdate: "tool_call", toolCallId: event.id, title: event.name, kind: "other", status: "pending", rawInput: event.arguments },
+          {
+            sessionUpdate: "tool_call",
+            toolCallId: event.id,
+            title: event.name,
+            kind: "other",
+            status: "pending",
+            rawInput: event.arguments,
+          },
           { sessionUpdate: "tool_call_update", toolCallId: event.id, status: "in_progress" },
         ],
       };
@@ -63,7 +74,10 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
       return {
         updates: [{
           sessionUpdate: "agent_thought_chunk",
-          content: { type: "text", text: `Context compacted (${event.mode}): about ${event.beforeTokens} → ${event.afterTokens} tokens\n` },
+          content: {
+            type: "text",
+            text: `Context compacted (${event.mode}): about ${event.beforeTokens} → ${event.afterTokens} tokens\n`,
+          },
         }],
       };
     case "warning":
@@ -83,7 +97,10 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
  */
 export function resultUpdates(result: PromptResult): SessionUpdate[] {
   if (result.stopReason !== "refusal" || result.refusal === undefined) return [];
-  return [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `\n\nRefused: ${result.refusal}\n` } }];
+  return [{
+    sessionUpdate: "agent_message_chunk",
+    content: { type: "text", text: `\n\nRefused: ${result.refusal}\n` },
+  }];
 }
 
 /** The first non-blank line of `text`, at most 200 characters. */
@@ -91,4 +108,3 @@ function oneLine(text: string): string {
   const line = text.split("\n").map((l) => l.trim()).find((l) => l !== "") ?? "";
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
-

@@ -155,7 +155,11 @@ class AcpServer {
       onLine: (line) => this.#onLine(line),
       onOversize: () => {
         this.#log(`skipped a line longer than ${this.#agentOptions.maxLineBytes} bytes`);
-        this.#error(null, RPC_ERRORS.invalidRequest, `Invalid request: line longer than ${this.#agentOptions.maxLineBytes} bytes (SPROUT_AGENT_MAX_LINE_BYTES), skipped`);
+        this.#error(
+          null,
+          RPC_ERRORS.invalidRequest,
+          `Invalid request: line longer than ${this.#agentOptions.maxLineBytes} bytes (SPROUT_AGENT_MAX_LINE_BYTES), skipped`,
+        );
       },
       onTrailing: (bytes) => this.#log(`dropped ${bytes} bytes after the last newline at end of input`),
     }).then(
@@ -170,7 +174,11 @@ class AcpServer {
       await this.#shutdown();
       // Responses still queued behind a slow reader (a pipe holds 64 KiB) reach it before exit.
       if (!(await this.#stdout.flush(FLUSH_TIMEOUT_MS))) {
-        this.#log(`Cannot flush stdout: the client took no output for ${formatSeconds(FLUSH_TIMEOUT_MS)} s, ${this.#stdout.pending} messages lost`);
+        this.#log(
+          `Cannot flush stdout: the client took no output for ${
+            formatSeconds(FLUSH_TIMEOUT_MS)
+          } s, ${this.#stdout.pending} messages lost`,
+        );
       }
     } finally {
       if (handleSignals) {
@@ -227,7 +235,11 @@ class AcpServer {
       return;
     }
     if (typeof message !== "object" || message === null || Array.isArray(message)) {
-      this.#error(null, RPC_ERRORS.invalidRequest, `Invalid request: expected a JSON object${Array.isArray(message) ? " (batches are not supported)" : ""}`);
+      this.#error(
+        null,
+        RPC_ERRORS.invalidRequest,
+        `Invalid request: expected a JSON object${Array.isArray(message) ? " (batches are not supported)" : ""}`,
+      );
       return;
     }
     const m = message as Record<string, unknown>;
@@ -283,9 +295,12 @@ class AcpServer {
       this.#send({ jsonrpc: "2.0", id, result });
     } catch (error) {
       if (error instanceof RpcError) this.#error(id, error.code, error.message);
-      else if (error instanceof AgentError) this.#error(id, RPC_ERRORS.agent, `${error.code === "llm" ? "llm" : "agent"}: ${error.message}`);
-      else {
-        this.#log(`Internal error in ${method}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+      else if (error instanceof AgentError) {
+        this.#error(id, RPC_ERRORS.agent, `${error.code === "llm" ? "llm" : "agent"}: ${error.message}`);
+      } else {
+        this.#log(
+          `Internal error in ${method}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`,
+        );
         this.#error(id, RPC_ERRORS.internal, `Internal error: ${(error as Error)?.message ?? String(error)}`);
       }
     }
@@ -339,7 +354,9 @@ class AcpServer {
     for (const problem of problems) this.#log(`[${sessionId}] ${problem}`);
     if (failures.length > 0 || this.#closing) {
       await agent.close();
-      if (failures.length === 0) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
+      if (failures.length === 0) {
+        throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
+      }
       throw new RpcError(RPC_ERRORS.agent, problems.join("; "));
     }
     this.#sessions.set(sessionId, { id: sessionId, agent, controller: undefined });

@@ -69,9 +69,10 @@ export function agentOptionsFromEnv(
 }
 
 /** The API keys of `options` (for redaction), in the shape `configSecrets` of `lib/redact.ts` takes. */
-export function optionKeys(options: Pick<AgentOptions, "model">): { anthropic: { apiKey: string | undefined }; openai: { apiKey: string | undefined } } {
+export function optionKeys(
+  options: Pick<AgentOptions, "model">,
+): { anthropic: { apiKey: string | undefined }; openai: { apiKey: string | undefined } } {
   const m = options.model;
   const key = (provider: string) => !isModel(m) && m.provider === provider && "apiKey" in m ? m.apiKey : undefined;
   return { anthropic: { apiKey: key("anthropic") }, openai: { apiKey: key("openai") } };
 }
-

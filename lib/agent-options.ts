@@ -150,13 +150,18 @@ export function agentConfig(options: AgentOptions): Config {
   for (const [name, rule] of Object.entries(LIMITS) as [keyof AgentLimits, { min: number; max?: number }][]) {
     const value = options[name];
     if (value === undefined) continue;
-    if (typeof value !== "number" || !Number.isSafeInteger(value)) invalid(name, `${JSON.stringify(value)} is not a whole number`);
+    if (typeof value !== "number" || !Number.isSafeInteger(value)) {
+      invalid(name, `${JSON.stringify(value)} is not a whole number`);
+    }
     if (value < rule.min) invalid(name, `${value} must be at least ${rule.min}`);
     if (rule.max !== undefined && value > rule.max) invalid(name, `${value} must be at most ${rule.max}`);
     limits[name] = value;
   }
   if (config.maxContextTokens <= config.maxOutputTokens) {
-    invalid("maxContextTokens", `${config.maxContextTokens} must be greater than maxOutputTokens (${config.maxOutputTokens})`);
+    invalid(
+      "maxContextTokens",
+      `${config.maxContextTokens} must be greater than maxOutputTokens (${config.maxOutputTokens})`,
+    );
   }
   if (options.systemPrompt !== undefined) {
     if (typeof options.systemPrompt !== "string") invalid("systemPrompt", "it must be a string");
@@ -165,15 +170,24 @@ export function agentConfig(options: AgentOptions): Config {
   const hooks = options.hookServers;
   if (hooks === "*") config.hookServers = { kind: "all" };
   else if (hooks !== undefined) {
-    if (!Array.isArray(hooks) || hooks.some((h) => typeof h !== "string")) invalid("hookServers", 'it must be "*" or an array of server names');
-    config.hookServers = hooks.length === 0 ? { kind: "none" } : { kind: "only", names: [...hooks] } satisfies HookServers;
+    if (!Array.isArray(hooks) || hooks.some((h) => typeof h !== "string")) {
+      invalid("hookServers", 'it must be "*" or an array of server names');
+    }
+    config.hookServers = hooks.length === 0
+      ? { kind: "none" }
+      : { kind: "only", names: [...hooks] } satisfies HookServers;
   }
   const m = options.model;
   if (!isModel(m) && m.provider === "anthropic") {
     const budget = m.thinkingBudgetTokens ?? 0;
-    if (!Number.isSafeInteger(budget) || budget < 0) invalid("model.thinkingBudgetTokens", `${JSON.stringify(budget)} is not a whole number`);
+    if (!Number.isSafeInteger(budget) || budget < 0) {
+      invalid("model.thinkingBudgetTokens", `${JSON.stringify(budget)} is not a whole number`);
+    }
     if (budget > 0 && budget < MIN_THINKING_BUDGET_TOKENS) {
-      invalid("model.thinkingBudgetTokens", `${budget} must be 0 (off) or at least ${MIN_THINKING_BUDGET_TOKENS}, the Messages API's minimum`);
+      invalid(
+        "model.thinkingBudgetTokens",
+        `${budget} must be 0 (off) or at least ${MIN_THINKING_BUDGET_TOKENS}, the Messages API's minimum`,
+      );
     }
     if (budget >= config.maxOutputTokens) {
       invalid("model.thinkingBudgetTokens", `${budget} must be less than maxOutputTokens (${config.maxOutputTokens})`);
@@ -195,19 +209,26 @@ function httpUrl(option: string, raw: string | undefined, fallback: string): str
   } catch {
     url = undefined;
   }
-  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) invalid(option, `${JSON.stringify(raw)} is not an http or https URL`);
+  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    invalid(option, `${JSON.stringify(raw)} is not an http or https URL`);
+  }
   return raw.trim();
 }
 
 function required(option: string, value: unknown, provider: string): string {
-  if (typeof value !== "string" || value.trim() === "") throw new AgentError("config", `Missing ${option}: required for provider "${provider}"`);
+  if (typeof value !== "string" || value.trim() === "") {
+    throw new AgentError("config", `Missing ${option}: required for provider "${provider}"`);
+  }
   return value;
 }
 
 function key(option: string, value: string): string {
   const trimmed = value.trim();
   if (headerProblem("x-api-key", trimmed) !== undefined) {
-    invalid(option, "it contains a line break, a control or non-Latin-1 character, which cannot be sent in an HTTP header");
+    invalid(
+      option,
+      "it contains a line break, a control or non-Latin-1 character, which cannot be sent in an HTTP header",
+    );
   }
   return trimmed;
 }
@@ -240,7 +261,10 @@ export function modelFrom(spec: ModelOptions, config: Config, fetchFn: typeof fe
     // parseScript checks the shape (and names the script); a copy, so one agent cannot change another's turns.
     return createScriptedModel(parseScript(structuredClone(spec.turns), path), { path });
   }
-  return invalid("model.provider", `${JSON.stringify((spec as { provider?: unknown }).provider)} is not one of anthropic, openai, scripted`);
+  return invalid(
+    "model.provider",
+    `${JSON.stringify((spec as { provider?: unknown }).provider)} is not one of anthropic, openai, scripted`,
+  );
 }
 
 /** `options.mcpServers` as a list of server configurations. */
@@ -248,11 +272,12 @@ export function serverList(options: AgentOptions): McpServerConfig[] {
   const servers = options.mcpServers;
   if (servers === undefined) return [];
   if (Array.isArray(servers)) return [...servers];
-  if (typeof servers !== "object" || servers === null) invalid("mcpServers", "it must be an object in the .mcp.json shape or an array of servers");
+  if (typeof servers !== "object" || servers === null) {
+    invalid("mcpServers", "it must be an object in the .mcp.json shape or an array of servers");
+  }
   const cwd = options.cwd;
   return parseMcpConfig(JSON.stringify(servers), "options.mcpServers", {
     env: options.env ?? {},
     resolvePath: (_base, relative) => (cwd === undefined ? resolve(relative) : resolve(cwd, relative)),
   });
 }
-

@@ -24,7 +24,9 @@ const DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
  * @example numberedCallId("hook", 63) // "hook00011"
  */
 export function numberedCallId(prefix: string, n: number): string {
-  if (!/^[a-zA-Z0-9]{4}$/.test(prefix)) throw new RangeError(`Cannot mint a tool-call id: prefix ${JSON.stringify(prefix)} is not 4 letters or digits`);
+  if (!/^[a-zA-Z0-9]{4}$/.test(prefix)) {
+    throw new RangeError(`Cannot mint a tool-call id: prefix ${JSON.stringify(prefix)} is not 4 letters or digits`);
+  }
   let rest = Math.abs(Math.trunc(n)) % 62 ** 5;
   let digits = "";
   for (let i = 0; i < 5; i++) {
@@ -68,7 +70,7 @@ export function unusedId(used: ReadonlySet<string>, next: () => string): string 
 export function usedCallIds(history: Iterable<HistoryItem>): Set<string> {
   const used = new Set<string>();
   for (const item of history) {
-    if (item.role === "assistant") for (const c of item.toolCalls) used.add(c.id);
+    if (item.role === "assistant") { for (const c of item.toolCalls) used.add(c.id); }
     else if (item.role === "tool") used.add(item.toolCallId);
   }
   return used;

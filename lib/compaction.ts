@@ -171,7 +171,10 @@ export interface SummaryRequest {
  * `min(32 KiB, ctx / 4)` UTF-8 bytes unless its fixed parts alone are larger.
  */
 export function buildSummaryRequest(input: SummaryInput): SummaryRequest {
-  const maxOutputTokens = Math.max(1, Math.min(SUMMARY_MAX_OUTPUT_TOKENS, input.maxOutputTokens ?? SUMMARY_MAX_OUTPUT_TOKENS));
+  const maxOutputTokens = Math.max(
+    1,
+    Math.min(SUMMARY_MAX_OUTPUT_TOKENS, input.maxOutputTokens ?? SUMMARY_MAX_OUTPUT_TOKENS),
+  );
   const system = "You are generating a context handoff summary for the next turn of an autonomous agent. " +
     "Be concise but thorough. Cover: what the original task was, what you accomplished, key decisions made, " +
     "what remains, and one concrete next step. Output plain text only: no tool calls, no JSON. " +
@@ -316,7 +319,9 @@ function snippet(item: HistoryItem, history: readonly HistoryItem[], index: numb
   } else {
     const name = toolNameFor(item.toolCallId, history, index);
     const label = item.isError ? "[tool error]" : "[tool]";
-    line = `${label}${name === undefined ? "" : ` ${name}:`} ${oneLine(blocksText(item.content), SUMMARY_SNIPPET_MAX_BYTES)}`;
+    line = `${label}${name === undefined ? "" : ` ${name}:`} ${
+      oneLine(blocksText(item.content), SUMMARY_SNIPPET_MAX_BYTES)
+    }`;
   }
   return clampUtf8(line.trimEnd(), SUMMARY_SNIPPET_MAX_BYTES, ELLIPSIS);
 }
@@ -345,4 +350,3 @@ function oneLine(text: string, maxBytes: number): string {
   const flat = head.replace(/\s+/g, " ").trim();
   return cut ? flat + ELLIPSIS : flat;
 }
-

@@ -96,7 +96,8 @@ export class Compactor {
         this.#warnedStuck = true;
         context.emit({
           type: "warning",
-          message: `The context is over budget (${before} of ${threshold} tokens) but holds only the current turn: nothing can be dropped`,
+          message:
+            `The context is over budget (${before} of ${threshold} tokens) but holds only the current turn: nothing can be dropped`,
         });
       }
       return "none";
@@ -143,7 +144,10 @@ export class Compactor {
       }
     } catch (error) {
       if (context.signal.aborted || isAbortError(error)) return "cancelled";
-      context.emit({ type: "warning", message: `Context summary failed: ${(error as Error).message}; dropping old turns instead` });
+      context.emit({
+        type: "warning",
+        message: `Context summary failed: ${(error as Error).message}; dropping old turns instead`,
+      });
       return "fallback";
     }
     if (summary === "") {
@@ -157,7 +161,8 @@ export class Compactor {
     const larger = (after: number) => {
       context.emit({
         type: "warning",
-        message: `Context summary would not shrink the context (${context.before} → ${after} tokens); dropping old turns instead`,
+        message:
+          `Context summary would not shrink the context (${context.before} → ${after} tokens); dropping old turns instead`,
       });
       return "fallback" as const;
     };

@@ -55,14 +55,16 @@ export interface HookPoint {
 export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
   _Stop: {
     event: "Stop",
-    when: "A response ends the turn (`end_turn`), the previous round was not an objection and the session has objections left.",
+    when:
+      "A response ends the turn (`end_turn`), the previous round was not an objection and the session has objections left.",
     input: "`round`: the round whose response ended the turn.",
     effect: "objection",
     where: "AgentSession#stopGate (lib/loop.ts), after the model call of the round",
   },
   _PostCompact: {
     event: "PostCompact",
-    when: "A compaction by summary has built the fresh context (never after a truncation, never when the summary is discarded).",
+    when:
+      "A compaction by summary has built the fresh context (never after a truncation, never when the summary is discarded).",
     input: "`round`: the round about to be sent.",
     effect: "injection",
     where: "Compactor#summarise (lib/compactor.ts), in AgentSession#compact at the start of a round",

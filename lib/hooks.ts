@@ -6,7 +6,7 @@
  */
 
 import { numberedCallId, unusedId, usedCallIds } from "./call-ids.ts";
-import { type HookServers, hooksEnabledFor } from "./config.ts";
+import { hooksEnabledFor, type HookServers } from "./config.ts";
 import { AgentError } from "./errors.ts";
 import type { AgentEvent, HookOutcome } from "./events.ts";
 import type { CallToolResult, ToolRegistry } from "./mcp/types.ts";
@@ -160,7 +160,9 @@ export class HookRunner {
 
   #timedOut(server: string, hook: string): Omit<HookResult, "server" | "durationMs"> {
     const count = (this.#timeouts.get(server) ?? 0) + 1;
-    let message = `Hook "${hook}" of server "${server}" timed out after ${formatSeconds(this.#timeoutMs)} s (${count}/${HOOK_TIMEOUTS_BEFORE_KILL})`;
+    let message = `Hook "${hook}" of server "${server}" timed out after ${
+      formatSeconds(this.#timeoutMs)
+    } s (${count}/${HOOK_TIMEOUTS_BEFORE_KILL})`;
     if (count >= HOOK_TIMEOUTS_BEFORE_KILL) {
       this.#timeouts.delete(server);
       this.#registry.killServer(server, `hook timed out ${count} times in a row`);
@@ -180,7 +182,9 @@ export class HookRunner {
  */
 function classify(server: string, hook: string, result: CallToolResult): Omit<HookResult, "server" | "durationMs"> {
   const blocks = Array.isArray(result.content) ? result.content : [];
-  const texts = blocks.filter((b): b is { type: "text"; text: string } => b.type === "text" && typeof b.text === "string");
+  const texts = blocks.filter((b): b is { type: "text"; text: string } =>
+    b.type === "text" && typeof b.text === "string"
+  );
   const text = texts.map((b) => b.text).join("\n");
   if (result.isError === true) {
     const detail = text.trim() === "" ? "no message" : clampUtf8(text.trim(), 1024, TRUNCATED_MARKER);

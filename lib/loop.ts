@@ -11,7 +11,7 @@ import { type AgentEvent, NO_REFUSAL_EXPLANATION, type PromptResult } from "./ev
 import { hookMeta } from "./hook-points.ts";
 import { HookRunner } from "./hooks.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
-import { eventStream, type EventStream } from "./stream.ts";
+import { type EventStream, eventStream } from "./stream.ts";
 import { prepareToolCalls, runToolCalls } from "./tool-calls.ts";
 import type { HistoryItem, LlmResponse, Model, StopReason, ToolCall, ToolDef, Usage } from "./types.ts";
 import { Compactor } from "./compactor.ts";
@@ -195,7 +195,9 @@ export class AgentSession {
     const { response, streamedText } = called;
     if (this.#continuesPause(prompt, response)) return undefined;
     // A response cut off by the length limit never has its tool calls run (SPEC 6.6).
-    if (response.toolCalls.length === 0 || response.stop === "max_tokens") return this.#endTurn(prompt, response, streamedText);
+    if (response.toolCalls.length === 0 || response.stop === "max_tokens") {
+      return this.#endTurn(prompt, response, streamedText);
+    }
     await this.#runTools(prompt, response);
     return prompt.signal.aborted ? this.#finish(prompt, "cancelled") : undefined;
   }
@@ -284,7 +286,10 @@ export class AgentSession {
       this.#forgetPrompt(prompt.text);
       // A refusal text that never streamed (OpenAI's `refusal` field) is the explanation.
       const unseen = streamedText ? "" : response.text.trim();
-      return { ...this.#finish(prompt, stop), refusal: response.refusal ?? (unseen === "" ? NO_REFUSAL_EXPLANATION : unseen) };
+      return {
+        ...this.#finish(prompt, stop),
+        refusal: response.refusal ?? (unseen === "" ? NO_REFUSAL_EXPLANATION : unseen),
+      };
     }
     if (stop !== "end_turn") return this.#finish(prompt, stop);
     return await this.#stopGate(prompt);
@@ -307,7 +312,11 @@ export class AgentSession {
       }
       return this.#finish(prompt, "end_turn");
     }
-    const { injected, items } = await this.#hooks.fire("_Stop", hookMeta(prompt.rounds, this.stopRejections, max), this.history);
+    const { injected, items } = await this.#hooks.fire(
+      "_Stop",
+      hookMeta(prompt.rounds, this.stopRejections, max),
+      this.history,
+    );
     if (injected.length === 0) return this.#finish(prompt, "end_turn");
     this.stopRejections++;
     prompt.objections++;
@@ -325,7 +334,8 @@ export class AgentSession {
     if (calls.length > MAX_TOOL_CALLS_PER_RESPONSE) {
       this.#emit({
         type: "warning",
-        message: `The model asked for ${calls.length} tool calls in one response: only the first ${MAX_TOOL_CALLS_PER_RESPONSE} run`,
+        message:
+          `The model asked for ${calls.length} tool calls in one response: only the first ${MAX_TOOL_CALLS_PER_RESPONSE} run`,
       });
       calls = calls.slice(0, MAX_TOOL_CALLS_PER_RESPONSE);
     }
@@ -343,7 +353,8 @@ export class AgentSession {
       now: this.#now,
     });
     calls.forEach((call, i) => {
-      const outcome = results[i] ?? { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
+      const outcome = results[i] ??
+        { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
       this.history.push({ role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError });
     });
   }

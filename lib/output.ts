@@ -137,7 +137,21 @@ export function trackedOutput(stream: WritableLike, options: TrackedOutputOption
 }
 
 /** The console methods that write to stdout in Node, Bun and Deno. */
-const STDOUT_METHODS = ["log", "info", "debug", "dir", "dirxml", "table", "group", "groupCollapsed", "count", "countReset", "time", "timeLog", "timeEnd"] as const;
+const STDOUT_METHODS = [
+  "log",
+  "info",
+  "debug",
+  "dir",
+  "dirxml",
+  "table",
+  "group",
+  "groupCollapsed",
+  "count",
+  "countReset",
+  "time",
+  "timeLog",
+  "timeEnd",
+] as const;
 
 /**
  * Sends every console method that would write to stdout (`log`, `info`, `debug`, `dir`,
@@ -162,9 +176,10 @@ export function redirectConsole(write: (line: string) => void): () => void {
   };
   const counts = new Map<string, number>();
   const timers = new Map<string, number>();
-  const elapsed = (label: string) => `${label}: ${(performance.now() - (timers.get(label) ?? performance.now())).toFixed(3)}ms`;
+  const elapsed = (label: string) =>
+    `${label}: ${(performance.now() - (timers.get(label) ?? performance.now())).toFixed(3)}ms`;
   const all = (...args: unknown[]) => line(format(...args));
-  const replacements: Record<(typeof STDOUT_METHODS)[number], (...args: any[]) => void> = {
+  const replacements: Record<(typeof STDOUT_METHODS)[number], (...args: unknown[]) => void> = {
     log: all,
     info: all,
     debug: all,
@@ -172,7 +187,8 @@ export function redirectConsole(write: (line: string) => void): () => void {
     table: all,
     group: (...args) => args.length > 0 && all(...args),
     groupCollapsed: (...args) => args.length > 0 && all(...args),
-    dir: (value: unknown, options?: object) => line(inspect(value, { customInspect: false, ...options })),
+    dir: (value: unknown, options?: unknown) =>
+      line(inspect(value, { customInspect: false, ...(typeof options === "object" ? options : {}) })),
     count: (label = "default") => {
       const n = (counts.get(String(label)) ?? 0) + 1;
       counts.set(String(label), n);

@@ -35,9 +35,15 @@ const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]+:)([^@/\s]+)@/gi;
  *   off for text that is the model's or a tool's own output, where only known secrets go
  * @example redact("401: bad key sk-123456", ["sk-123456"]) // "401: bad key [redacted]"
  */
-export function redact(text: string, secrets: Iterable<string | undefined> = [], options: { patterns?: boolean } = {}): string {
+export function redact(
+  text: string,
+  secrets: Iterable<string | undefined> = [],
+  options: { patterns?: boolean } = {},
+): string {
   let out = text;
-  const list = [...new Set([...secrets].filter((s): s is string => typeof s === "string" && s.length >= MIN_SECRET_LENGTH))]
+  const list = [
+    ...new Set([...secrets].filter((s): s is string => typeof s === "string" && s.length >= MIN_SECRET_LENGTH)),
+  ]
     .sort((a, b) => b.length - a.length);
   for (const secret of list) {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
@@ -47,8 +53,13 @@ export function redact(text: string, secrets: Iterable<string | undefined> = [],
   }
   if (options.patterns === false) return out;
   return out
-    .replace(NAMED_CREDENTIAL, (_m, name: string, sep: string, scheme: string | undefined, value: string) =>
-      value === REDACTED || value.startsWith("[redacted") ? `${name}${sep}${scheme ?? ""}${value}` : `${name}${sep}${scheme ?? ""}${REDACTED}`)
+    .replace(
+      NAMED_CREDENTIAL,
+      (_m, name: string, sep: string, scheme: string | undefined, value: string) =>
+        value === REDACTED || value.startsWith("[redacted")
+          ? `${name}${sep}${scheme ?? ""}${value}`
+          : `${name}${sep}${scheme ?? ""}${REDACTED}`,
+    )
     .replace(BEARER, (m, scheme: string, value: string) => (value.startsWith("[redacted") ? m : `${scheme}${REDACTED}`))
     .replace(URL_PASSWORD, `$1${REDACTED}@`);
 }
@@ -57,7 +68,11 @@ export function redact(text: string, secrets: Iterable<string | undefined> = [],
  * `value` with every string inside it (object values, array items, recursively) redacted as by
  * {@link redact}; keys, numbers and the shape are kept. For events printed as JSON.
  */
-export function redactValue<T>(value: T, secrets: Iterable<string | undefined> = [], options: { patterns?: boolean } = {}): T {
+export function redactValue<T>(
+  value: T,
+  secrets: Iterable<string | undefined> = [],
+  options: { patterns?: boolean } = {},
+): T {
   const list = [...secrets];
   const walk = (v: unknown): unknown => {
     if (typeof v === "string") return redact(v, list, options);
@@ -100,7 +115,9 @@ export function envSecrets(env: Record<string, string> | undefined): string[] {
  */
 export function configSecrets(
   config: { anthropic: { apiKey: string | undefined }; openai: { apiKey: string | undefined } },
-  servers: ReadonlyArray<{ transport: { type: string; headers?: Record<string, string>; env?: Record<string, string> } }> = [],
+  servers: ReadonlyArray<
+    { transport: { type: string; headers?: Record<string, string>; env?: Record<string, string> } }
+  > = [],
 ): string[] {
   const out: string[] = [];
   if (config.anthropic.apiKey !== undefined) out.push(config.anthropic.apiKey);
@@ -118,6 +135,7 @@ export function configSecrets(
  * lose anything after a credential name.
  */
 export function redactEvent<T extends { type: string }>(event: T, secrets: Iterable<string | undefined>): T {
-  const ownText = event.type === "text-delta" || event.type === "thinking-delta" || event.type === "tool-start" || event.type === "tool-end";
+  const ownText = event.type === "text-delta" || event.type === "thinking-delta" || event.type === "tool-start" ||
+    event.type === "tool-end";
   return redactValue(event, secrets, { patterns: !ownText });
 }

@@ -23,7 +23,9 @@ export function truncateMiddle(text: string, maxBytes: number): string {
   const bytes = encoder.encode(text);
   if (bytes.length <= maxBytes) return text;
   const limit = Math.max(256, maxBytes);
-  const notice = `\n\n[… output truncated: ${bytes.length} bytes in all, the middle ${bytes.length - limit} bytes or more were removed …]\n\n`;
+  const notice = `\n\n[… output truncated: ${bytes.length} bytes in all, the middle ${
+    bytes.length - limit
+  } bytes or more were removed …]\n\n`;
   const room = Math.max(0, limit - byteLength(notice));
   const head = clampUtf8(text, Math.ceil(room / 2));
   const tail = tailUtf8(bytes, Math.floor(room / 2));

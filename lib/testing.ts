@@ -19,8 +19,8 @@ import {
   openAiEvents,
   openAiJson,
   type Piece,
-  type StreamShape,
   streamErrorEvents,
+  type StreamShape,
 } from "./_fake_llm_wire.ts";
 
 export type { FakeReply, FakeStreamError, StreamShape } from "./_fake_llm_wire.ts";
@@ -171,7 +171,11 @@ export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
-    const wire = path.endsWith("/v1/messages") ? "anthropic" : path.endsWith("/chat/completions") ? "openai" : undefined;
+    const wire = path.endsWith("/v1/messages")
+      ? "anthropic"
+      : path.endsWith("/chat/completions")
+      ? "openai"
+      : undefined;
     const raw = await readBody(req);
     if (req.method !== "POST" || wire === undefined) {
       sendJson(res, 404, { error: { type: "not_found_error", message: `(fake) no route for ${req.method} ${path}` } });
@@ -192,7 +196,13 @@ export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
     const auth = wire === "anthropic" ? headers["x-api-key"] : headers["authorization"];
     if ((auth === undefined || auth === "") && options.requireKey !== false) {
       recorded.rejected = wire === "anthropic" ? "x-api-key header is required" : "You didn't provide an API key.";
-      sendError(res, wire, 401, wire === "anthropic" ? "authentication_error" : "invalid_request_error", recorded.rejected);
+      sendError(
+        res,
+        wire,
+        401,
+        wire === "anthropic" ? "authentication_error" : "invalid_request_error",
+        recorded.rejected,
+      );
       return;
     }
     if (problems.length > 0) {
@@ -202,12 +212,20 @@ export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
     }
     if (templateProblems.length > 0) {
       recorded.rejected = templateProblems[0] as string;
-      sendJson(res, 400, { object: "error", message: recorded.rejected, type: "BadRequestError", param: null, code: 400 });
+      sendJson(res, 400, {
+        object: "error",
+        message: recorded.rejected,
+        type: "BadRequestError",
+        param: null,
+        code: 400,
+      });
       return;
     }
     const turn = next(recorded);
     if (turn === undefined) {
-      recorded.rejected = `(fake) no response left: the fake was given ${Array.isArray(options.responses) ? options.responses.length : "no"} responses`;
+      recorded.rejected = `(fake) no response left: the fake was given ${
+        Array.isArray(options.responses) ? options.responses.length : "no"
+      } responses`;
       sendError(res, wire, 500, "api_error", recorded.rejected);
       return;
     }
@@ -234,10 +252,18 @@ export async function startFakeLlm(options: FakeLlmOptions): Promise<FakeLlm> {
     }
     const idBase = ++ids;
     if (!stream) {
-      sendJson(res, 200, wire === "anthropic" ? anthropicJson(turn, body, idBase) : openAiJson(turn, body, idBase, wireOptions));
+      sendJson(
+        res,
+        200,
+        wire === "anthropic" ? anthropicJson(turn, body, idBase) : openAiJson(turn, body, idBase, wireOptions),
+      );
       return;
     }
-    await sendStream(res, wire === "anthropic" ? anthropicEvents(turn, body, idBase) : openAiEvents(turn, body, idBase, wireOptions), shape);
+    await sendStream(
+      res,
+      wire === "anthropic" ? anthropicEvents(turn, body, idBase) : openAiEvents(turn, body, idBase, wireOptions),
+      shape,
+    );
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -280,7 +306,11 @@ function readBody(req: IncomingMessage): Promise<string> {
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...headers });
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(text)),
+    ...headers,
+  });
   res.end(text);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole suite: type-check, doc lint, then the same test files under Node (tsx), Bun and Deno.
+# The whole suite: type-check, doc lint, format and lint checks, then the same test files under Node (tsx), Bun and Deno.
 # Called by `npm test`. Each runner's end-to-end tests spawn the agent under that runner's
 # runtime; runtime-independent slow checks run once (see tests/helpers/runtime.ts).
 set -uo pipefail
@@ -18,6 +18,9 @@ step tsc tsc --noEmit -p tsconfig.json
 # Every export of the public entry points has JSDoc and references only exported types.
 # --quiet hides deno's warnings about @types/node; lint errors are still printed.
 step doc-lint deno doc --lint --quiet mod.ts testing.ts
+# Formatting and lint rules are deno.json's (fmt: lineWidth 120, code and JSON; lint: the recommended set).
+step fmt deno fmt --check --quiet
+step lint deno lint --quiet
 step node node --import tsx --test --test-concurrency=2 "${files[@]}"
 step bun bun test --timeout 120000 "${files[@]/#/./}"
 step deno deno test -A --quiet "${files[@]}"

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await
 /**
  * `cli.ts acp` driven by the official ACP client (`@agentclientprotocol/sdk`, its `client()`
  * app over the agent's stdio: the SDK's replacement of `ClientSideConnection`), with the
@@ -62,7 +63,9 @@ async function collect(session: acp.ActiveSession, onUpdate?: (u: Update) => voi
 }
 
 const texts = (updates: Update[], kind: "agent_message_chunk" | "agent_thought_chunk") =>
-  updates.filter((u) => u.sessionUpdate === kind).map((u) => (u as { content: { text: string } }).content.text).join("");
+  updates.filter((u) => u.sessionUpdate === kind).map((u) => (u as { content: { text: string } }).content.text).join(
+    "",
+  );
 
 describe("acp with the SDK client: a session with stdio and HTTP MCP servers", () => {
   const dir = tempDir();
@@ -71,7 +74,13 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
   const script = dir.file(
     "script.json",
     JSON.stringify([
-      { text: "Let me check.", toolCalls: [{ name: "local_files__echo", arguments: { text: "hi" } }, { name: "local_files__nope", arguments: {} }] },
+      {
+        text: "Let me check.",
+        toolCalls: [{ name: "local_files__echo", arguments: { text: "hi" } }, {
+          name: "local_files__nope",
+          arguments: {},
+        }],
+      },
       { text: "All done." },
       { text: "Finished after the objection." },
       { toolCalls: [{ name: "remote__slow", arguments: { ms: 30000 } }] },
@@ -115,7 +124,11 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
       .buildSession({
         cwd: dir.path,
         mcpServers: [
-          stdioFixture("local files", { ACP_FIXTURE_LOG: localLog, FIXTURE_LABEL: "local", STOP_OBJECTIONS: "1" }) as acp.McpServer,
+          stdioFixture("local files", {
+            ACP_FIXTURE_LOG: localLog,
+            FIXTURE_LABEL: "local",
+            STOP_OBJECTIONS: "1",
+          }) as acp.McpServer,
           { type: "http", name: "remote", url: http.url, headers: [] },
         ],
       })
@@ -123,7 +136,10 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
     assert.match(session.sessionId, /^ses_[0-9a-f]{16}$/);
     const started = readLog(localLog).find((l) => l.startsWith("pid "));
     assert.ok(started !== undefined, "the stdio server was started");
-    assert.ok(started.endsWith(`cwd=${realpathSync(dir.path)}`), `the stdio server runs in the session's cwd: ${started}`);
+    assert.ok(
+      started.endsWith(`cwd=${realpathSync(dir.path)}`),
+      `the stdio server runs in the session's cwd: ${started}`,
+    );
   });
 
   test("a prompt streams text, tool calls and a one-line _Stop objection, then ends the turn", async () => {
@@ -140,12 +156,21 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
     assert.equal(echo.status, "pending");
     assert.deepEqual(echo.rawInput, { text: "hi" });
     const statuses = (id: string) =>
-      updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === id).map((u) => (u as { status?: string }).status);
+      updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === id).map((u) =>
+        (u as { status?: string }).status
+      );
     assert.deepEqual(statuses(echo.toolCallId), ["in_progress", "completed"]);
     assert.deepEqual(statuses(calls[1]!.toolCallId), ["in_progress", "failed"]);
-    const completed = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === echo.toolCallId && u.status === "completed");
-    assert.deepEqual((completed as { content: unknown }).content, [{ type: "content", content: { type: "text", text: "local echo: hi" } }]);
-    const failed = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.status === "failed") as { content: { content: { text: string } }[] };
+    const completed = updates.find((u) =>
+      u.sessionUpdate === "tool_call_update" && u.toolCallId === echo.toolCallId && u.status === "completed"
+    );
+    assert.deepEqual((completed as { content: unknown }).content, [{
+      type: "content",
+      content: { type: "text", text: "local echo: hi" },
+    }]);
+    const failed = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.status === "failed") as {
+      content: { content: { text: string } }[];
+    };
     assert.match(failed.content[0]!.content.text, /unknown tool/);
     // Text, in order: before the tools, the stop the hooks objected to, the answer after it.
     assert.equal(texts(updates, "agent_message_chunk"), "Let me check.All done.Finished after the objection.");
@@ -156,7 +181,10 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
       '_Stop hook "local_files" objected: local: finish the checklist first (objection 1)',
       '_Stop hook "remote" objected: remote: finish the checklist first (objection 1)',
     ]);
-    assert.ok(!updates.some((u) => /"hook[a-zA-Z0-9]{5}"|___Stop/.test(JSON.stringify(u))), "hook calls are not shown as tool calls");
+    assert.ok(
+      !updates.some((u) => /"hook[a-zA-Z0-9]{5}"|___Stop/.test(JSON.stringify(u))),
+      "hook calls are not shown as tool calls",
+    );
   });
 
   test("session/cancel mid-tool resolves cancelled and cancels the MCP call", async () => {
@@ -172,7 +200,10 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
     assert.equal(stopReason, "cancelled");
     assert.equal((await done).stopReason, "cancelled");
     assert.ok(updates.some((u) => u.sessionUpdate === "tool_call" && u.title === "remote__slow"));
-    assert.ok(await eventually(() => readLog(remoteLog).includes("cancelled slow"), 5000), readLog(remoteLog).join("\n"));
+    assert.ok(
+      await eventually(() => readLog(remoteLog).includes("cancelled slow"), 5000),
+      readLog(remoteLog).join("\n"),
+    );
   });
 
   test("a prompt after the cancel runs on the same, still valid, history", async () => {
@@ -253,7 +284,10 @@ describe("acp with the SDK client: concurrent sessions", () => {
     for (const r of [ra, rb]) {
       assert.equal(r.stopReason, "end_turn");
       assert.equal(texts(r.updates, "agent_message_chunk"), "first answersecond answer");
-      assert.match(texts(r.updates, "agent_thought_chunk"), /^_Stop hook "remote" objected: remote: finish the checklist first \(objection 1\)\n$/);
+      assert.match(
+        texts(r.updates, "agent_thought_chunk"),
+        /^_Stop hook "remote" objected: remote: finish the checklist first \(objection 1\)\n$/,
+      );
     }
     // Second prompt: each budget is spent, so _Stop is not called again.
     const [ra2, rb2] = await Promise.all([round(a, "again"), round(b, "again")]);

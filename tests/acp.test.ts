@@ -6,7 +6,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import process from "node:process";
-import { alive, eventually, readLog, type RawAgent, spawnAgent, stdioFixture, tempDir, within } from "./helpers/acp.ts";
+import { alive, eventually, type RawAgent, readLog, spawnAgent, stdioFixture, tempDir, within } from "./helpers/acp.ts";
 
 const isError = (code: number) => (m: { error?: { code?: number } }) => m.error?.code === code;
 
@@ -124,7 +124,10 @@ describe("acp: protocol errors and session rules", () => {
   });
 
   test("session/prompt on an unknown session is answered -32602 unknown session", async () => {
-    const reply = await agent.request("session/prompt", { sessionId: "ses_nope", prompt: [{ type: "text", text: "hi" }] });
+    const reply = await agent.request("session/prompt", {
+      sessionId: "ses_nope",
+      prompt: [{ type: "text", text: "hi" }],
+    });
     assert.equal(reply.error.code, -32602);
     assert.match(reply.error.message, /unknown session/);
   });
@@ -141,7 +144,12 @@ describe("acp: protocol errors and session rules", () => {
 
   test("an oversize line is answered -32600 with id null and the agent goes on", async () => {
     const from = agent.messages.length;
-    const big = JSON.stringify({ jsonrpc: "2.0", id: 55, method: "initialize", params: { pad: "x".repeat(10_000), protocolVersion: 1 } });
+    const big = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 55,
+      method: "initialize",
+      params: { pad: "x".repeat(10_000), protocolVersion: 1 },
+    });
     assert.ok(big.length > 10_000);
     agent.sendLine(big);
     const reply = await agent.waitFor(isError(-32600), from);
@@ -160,7 +168,10 @@ describe("acp: protocol errors and session rules", () => {
     const sessionId = created.result.sessionId as string;
     const from = agent.messages.length;
     const first = agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "go slow" }] });
-    await agent.waitFor((m) => m.params?.update?.sessionUpdate === "tool_call_update" && m.params.update.status === "in_progress", from);
+    await agent.waitFor(
+      (m) => m.params?.update?.sessionUpdate === "tool_call_update" && m.params.update.status === "in_progress",
+      from,
+    );
     const second = await agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "again" }] });
     assert.equal(second.error.code, -32602);
     assert.match(second.error.message, /prompt already in flight/);
@@ -184,7 +195,10 @@ describe("acp: protocol errors and session rules", () => {
     const two = await agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "two" }] });
     assert.equal(two.error.code, -32000);
     assert.match(two.error.message, /^llm: /);
-    const three = await agent.request("session/prompt", { sessionId, prompt: [{ type: "resource_link", uri: "file:///a.txt", name: "a" }] });
+    const three = await agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "resource_link", uri: "file:///a.txt", name: "a" }],
+    });
     assert.equal(three.error.code, -32000, "not 'prompt already in flight': the failed prompt released the session");
   });
 
@@ -196,7 +210,11 @@ describe("acp: protocol errors and session rules", () => {
 
 describe("acp: start-up and shutdown", () => {
   test("a bad configuration exits 2 with a message naming the variable, before reading stdin", async () => {
-    const agent = spawnAgent({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/x.json", SPROUT_AGENT_MAX_ROUNDS: "lots" });
+    const agent = spawnAgent({
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: "/x.json",
+      SPROUT_AGENT_MAX_ROUNDS: "lots",
+    });
     const code = await within(agent.exited, 30_000);
     if (code === "timeout") await agent.close(0);
     assert.equal(code, 2);
@@ -208,13 +226,24 @@ describe("acp: start-up and shutdown", () => {
     test(`${how} cancels the running prompt, closes every MCP server and exits 0`, async () => {
       const dir = tempDir();
       const log = `${dir.path}/fixture.log`;
-      const script = dir.file("script.json", JSON.stringify([{ toolCalls: [{ name: "fx__slow", arguments: { ms: 60000 } }] }, { text: "x" }]));
+      const script = dir.file(
+        "script.json",
+        JSON.stringify([{ toolCalls: [{ name: "fx__slow", arguments: { ms: 60000 } }] }, { text: "x" }]),
+      );
       const agent = spawnAgent({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script });
       try {
-        const created = await agent.request("session/new", { cwd: dir.path, mcpServers: [stdioFixture("fx", { ACP_FIXTURE_LOG: log })] });
+        const created = await agent.request("session/new", {
+          cwd: dir.path,
+          mcpServers: [stdioFixture("fx", { ACP_FIXTURE_LOG: log })],
+        });
         const sessionId = created.result.sessionId as string;
         const from = agent.messages.length;
-        agent.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "wait" }] } });
+        agent.send({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "session/prompt",
+          params: { sessionId, prompt: [{ type: "text", text: "wait" }] },
+        });
         await agent.waitFor((m) => m.params?.update?.status === "in_progress", from);
         const pids = readLog(log).filter((l) => l.startsWith("pid ")).map((l) => Number(l.split(" ")[1]));
         assert.ok(pids.length > 0);
@@ -245,7 +274,11 @@ describe("acp: compaction", () => {
     const script = dir.file(
       "script.json",
       JSON.stringify([
-        { text: "Looking.", toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }], usage: { inputTokens: 1900, outputTokens: 10 } },
+        {
+          text: "Looking.",
+          toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }],
+          usage: { inputTokens: 1900, outputTokens: 10 },
+        },
         { text: "Done after the handoff." },
       ]),
     );
@@ -259,9 +292,14 @@ describe("acp: compaction", () => {
       const created = await agent.request("session/new", { cwd: dir.path, mcpServers: [stdioFixture("fx")] });
       const sessionId = created.result.sessionId as string;
       const from = agent.messages.length;
-      const reply = await agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Echo something." }] });
+      const reply = await agent.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "Echo something." }],
+      });
       assert.equal(reply.result.stopReason, "end_turn", JSON.stringify(reply));
-      const updates = agent.messages.slice(from).filter((m) => m.method === "session/update").map((m) => m.params.update);
+      const updates = agent.messages.slice(from).filter((m) => m.method === "session/update").map((m) =>
+        m.params.update
+      );
       const thoughts = updates.filter((u) => u.sessionUpdate === "agent_thought_chunk").map((u) => u.content.text);
       assert.equal(thoughts.length, 1, JSON.stringify(updates));
       assert.match(thoughts[0], /^Context compacted \(summary\)/);

@@ -20,7 +20,10 @@ async function drain(run: AsyncIterable<AgentEvent> & { result: Promise<unknown>
 
 describe("createAgent", () => {
   test("runs a prompt from plain options: the same events and result as a session", async () => {
-    const agent = await createAgent({ model: { provider: "scripted", turns: [{ text: "hello there" }] }, sessionId: "s-1" });
+    const agent = await createAgent({
+      model: { provider: "scripted", turns: [{ text: "hello there" }] },
+      sessionId: "s-1",
+    });
     try {
       assert.equal(agent.sessionId, "s-1");
       assert.deepEqual(agent.failures, []);
@@ -28,7 +31,10 @@ describe("createAgent", () => {
       const events = await drain(run);
       const result = await run.result;
       assert.equal(events[0]?.type, "round-start");
-      assert.equal(events.filter((e) => e.type === "text-delta").map((e) => (e as { text: string }).text).join(""), "hello there");
+      assert.equal(
+        events.filter((e) => e.type === "text-delta").map((e) => (e as { text: string }).text).join(""),
+        "hello there",
+      );
       assert.equal(result.stopReason, "end_turn");
       assert.equal(result.rounds, 1);
       assert.deepEqual(agent.history.map((h) => h.role), ["user", "assistant"]);
@@ -41,7 +47,10 @@ describe("createAgent", () => {
     const agent = await createAgent({ model: { provider: "scripted", turns: [] } });
     await agent.close();
     await agent.close();
-    assert.throws(() => agent.prompt("x"), (e: unknown) => e instanceof AgentError && /agent is closed/.test(e.message));
+    assert.throws(
+      () => agent.prompt("x"),
+      (e: unknown) => e instanceof AgentError && /agent is closed/.test(e.message),
+    );
   });
 
   test("limits are applied: maxRounds stops the prompt with max_turn_requests", async () => {
@@ -88,7 +97,10 @@ describe("createAgent", () => {
   test("a server that cannot start is in failures, named, and the agent still runs", async () => {
     const agent = await createAgent({
       model: { provider: "scripted", turns: [{ text: "ok" }] },
-      mcpServers: [{ name: "ghost", transport: { type: "stdio", command: "/nonexistent/sprout-ghost", args: [], env: {} } }],
+      mcpServers: [{
+        name: "ghost",
+        transport: { type: "stdio", command: "/nonexistent/sprout-ghost", args: [], env: {} },
+      }],
     });
     try {
       assert.equal(agent.failures.length, 1);
@@ -117,12 +129,22 @@ describe("createAgent", () => {
     assert.ok(Date.now() - started < 5000, "did not wait for the 30 s start-up bound");
   });
 
-  for (const [name, options, pattern] of [
-    ["a limit below its minimum", { maxRounds: -1 }, /^Invalid maxRounds: -1 must be at least 0$/],
-    ["a fraction", { maxParallelTools: 1.5 }, /^Invalid maxParallelTools: 1.5 is not a whole number$/],
-    ["a timeout past the timer range", { toolTimeoutMs: 2 ** 31 }, /^Invalid toolTimeoutMs: .* must be at most 2147483647$/],
-    ["a context window not above the output limit", { maxOutputTokens: 4096, maxContextTokens: 4096 }, /^Invalid maxContextTokens: 4096 must be greater than maxOutputTokens \(4096\)$/],
-  ] as Array<[string, Record<string, number>, RegExp]>) {
+  for (
+    const [name, options, pattern] of [
+      ["a limit below its minimum", { maxRounds: -1 }, /^Invalid maxRounds: -1 must be at least 0$/],
+      ["a fraction", { maxParallelTools: 1.5 }, /^Invalid maxParallelTools: 1.5 is not a whole number$/],
+      [
+        "a timeout past the timer range",
+        { toolTimeoutMs: 2 ** 31 },
+        /^Invalid toolTimeoutMs: .* must be at most 2147483647$/,
+      ],
+      [
+        "a context window not above the output limit",
+        { maxOutputTokens: 4096, maxContextTokens: 4096 },
+        /^Invalid maxContextTokens: 4096 must be greater than maxOutputTokens \(4096\)$/,
+      ],
+    ] as Array<[string, Record<string, number>, RegExp]>
+  ) {
     test(`refuses ${name}, naming the option`, async () => {
       await assert.rejects(
         createAgent({ model: { provider: "scripted", turns: [] }, ...options }),
@@ -132,22 +154,37 @@ describe("createAgent", () => {
   }
 
   test("refuses a model without its key or id, and a bad base URL, naming the option", async () => {
-    await assert.rejects(createAgent({ model: { provider: "anthropic", model: "m", apiKey: "" } }), /^AgentError: Missing model\.apiKey: required for provider "anthropic"$/);
+    await assert.rejects(
+      createAgent({ model: { provider: "anthropic", model: "m", apiKey: "" } }),
+      /^AgentError: Missing model\.apiKey: required for provider "anthropic"$/,
+    );
     await assert.rejects(createAgent({ model: { provider: "openai", model: "" } }), /Missing model\.model/);
-    await assert.rejects(createAgent({ model: { provider: "openai", model: "m", baseUrl: "ftp://x" } }), /Invalid model\.baseUrl: "ftp:\/\/x" is not an http or https URL/);
-    await assert.rejects(createAgent({ model: { provider: "anthropic", model: "m", apiKey: "k", thinkingBudgetTokens: 100 } }), /Invalid model\.thinkingBudgetTokens: 100 must be 0 \(off\) or at least 1024/);
+    await assert.rejects(
+      createAgent({ model: { provider: "openai", model: "m", baseUrl: "ftp://x" } }),
+      /Invalid model\.baseUrl: "ftp:\/\/x" is not an http or https URL/,
+    );
+    await assert.rejects(
+      createAgent({ model: { provider: "anthropic", model: "m", apiKey: "k", thinkingBudgetTokens: 100 } }),
+      /Invalid model\.thinkingBudgetTokens: 100 must be 0 \(off\) or at least 1024/,
+    );
   });
 
   test("refuses an invalid server in the .mcp.json shape, naming the field", async () => {
     await assert.rejects(
-      createAgent({ model: { provider: "scripted", turns: [] }, mcpServers: { mcpServers: { bad: { command: "x", args: "no" } } } }),
+      createAgent({
+        model: { provider: "scripted", turns: [] },
+        mcpServers: { mcpServers: { bad: { command: "x", args: "no" } } },
+      }),
       /Invalid MCP configuration "options\.mcpServers": mcpServers\.bad\.args must be an array of strings/,
     );
   });
 
   test("accepts a ready Model", async () => {
     const agent = await createAgent({
-      model: { name: "mine", complete: () => Promise.resolve({ text: "mine says hi", toolCalls: [], stop: "end_turn" }) },
+      model: {
+        name: "mine",
+        complete: () => Promise.resolve({ text: "mine says hi", toolCalls: [], stop: "end_turn" }),
+      },
     });
     try {
       const run = agent.prompt("hi");
@@ -166,7 +203,11 @@ describe("agentOptionsFromEnv", () => {
   };
 
   test("reads the provider, the model and every limit with its SPEC default", () => {
-    const options = agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_API_KEY: " sk-1 ", ANTHROPIC_MODEL: "claude" }, { readFile: noFile });
+    const options = agentOptionsFromEnv({
+      SPROUT_AGENT_PROVIDER: "anthropic",
+      ANTHROPIC_API_KEY: " sk-1 ",
+      ANTHROPIC_MODEL: "claude",
+    }, { readFile: noFile });
     assert.deepEqual(options.model, {
       provider: "anthropic",
       apiKey: "sk-1",
@@ -177,11 +218,25 @@ describe("agentOptionsFromEnv", () => {
     });
     assert.equal(options.hookServers, undefined);
     assert.deepEqual(
-      [options.maxRounds, options.maxOutputTokens, options.maxContextTokens, options.llmTimeoutMs, options.toolTimeoutMs, options.mcpInitTimeoutMs],
+      [
+        options.maxRounds,
+        options.maxOutputTokens,
+        options.maxContextTokens,
+        options.llmTimeoutMs,
+        options.toolTimeoutMs,
+        options.mcpInitTimeoutMs,
+      ],
       [0, 32768, 128000, 120000, 660000, 30000],
     );
     assert.deepEqual(
-      [options.maxParallelTools, options.maxToolResultBytes, options.maxHandoffs, options.hookTimeoutMs, options.stopMaxRejections, options.maxLineBytes],
+      [
+        options.maxParallelTools,
+        options.maxToolResultBytes,
+        options.maxHandoffs,
+        options.hookTimeoutMs,
+        options.stopMaxRejections,
+        options.maxLineBytes,
+      ],
       [8, 51200, 5, 2500, 3, 4194304],
     );
   });
@@ -189,33 +244,64 @@ describe("agentOptionsFromEnv", () => {
   test("reads the hook allowlist, a set limit and the scripted model's file", () => {
     const files: Record<string, string> = { "/s.json": '[{"text": "${WHO}"}]' };
     const options = agentOptionsFromEnv(
-      { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/s.json", WHO: "me", MCP_HOOK_SERVERS: "*", SPROUT_AGENT_TOOL_TIMEOUT_SECS: "5" },
+      {
+        SPROUT_AGENT_PROVIDER: "scripted",
+        SPROUT_AGENT_SCRIPT: "/s.json",
+        WHO: "me",
+        MCP_HOOK_SERVERS: "*",
+        SPROUT_AGENT_TOOL_TIMEOUT_SECS: "5",
+      },
       { readFile: (p) => files[p] ?? noFile(p) },
     );
     assert.deepEqual(options.model, { provider: "scripted", turns: [{ text: "me" }], path: "/s.json" });
     assert.equal(options.hookServers, "*");
     assert.equal(options.toolTimeoutMs, 5000);
-    assert.deepEqual(agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "openai", OPENAI_COMPAT_MODEL: "m", MCP_HOOK_SERVERS: "a, b" }, { readFile: noFile }).hookServers, ["a", "b"]);
+    assert.deepEqual(
+      agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "openai", OPENAI_COMPAT_MODEL: "m", MCP_HOOK_SERVERS: "a, b" }, {
+        readFile: noFile,
+      }).hookServers,
+      ["a", "b"],
+    );
   });
 
   test("a bad or missing value is a config error naming the variable", () => {
-    const named = (pattern: RegExp) => (e: unknown) => e instanceof AgentError && e.code === "config" && pattern.test(e.message);
+    const named = (pattern: RegExp) => (e: unknown) =>
+      e instanceof AgentError && e.code === "config" && pattern.test(e.message);
     assert.throws(() => agentOptionsFromEnv({}, { readFile: noFile }), named(/^Missing SPROUT_AGENT_PROVIDER/));
-    assert.throws(() => agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "openai" }, { readFile: noFile }), named(/^Missing OPENAI_COMPAT_MODEL/));
     assert.throws(
-      () => agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "openai", OPENAI_COMPAT_MODEL: "m", SPROUT_AGENT_MAX_ROUNDS: "many" }, { readFile: noFile }),
+      () => agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "openai" }, { readFile: noFile }),
+      named(/^Missing OPENAI_COMPAT_MODEL/),
+    );
+    assert.throws(
+      () =>
+        agentOptionsFromEnv({
+          SPROUT_AGENT_PROVIDER: "openai",
+          OPENAI_COMPAT_MODEL: "m",
+          SPROUT_AGENT_MAX_ROUNDS: "many",
+        }, { readFile: noFile }),
       named(/^Invalid SPROUT_AGENT_MAX_ROUNDS/),
     );
-    assert.throws(() => agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/x.json" }, { readFile: noFile }), named(/^Invalid SPROUT_AGENT_SCRIPT "\/x\.json"/));
+    assert.throws(
+      () =>
+        agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/x.json" }, {
+          readFile: noFile,
+        }),
+      named(/^Invalid SPROUT_AGENT_SCRIPT "\/x\.json"/),
+    );
   });
 
   test("its options build an agent as they are", async () => {
-    const options = agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/s.json" }, { readFile: () => '[{"text": "from env"}]' });
+    const options = agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/s.json" }, {
+      readFile: () => '[{"text": "from env"}]',
+    });
     const agent = await createAgent(options);
     try {
       const run = agent.prompt("hi");
       const events = await drain(run);
-      assert.equal(events.filter((e) => e.type === "text-delta").map((e) => (e as { text: string }).text).join(""), "from env");
+      assert.equal(
+        events.filter((e) => e.type === "text-delta").map((e) => (e as { text: string }).text).join(""),
+        "from env",
+      );
     } finally {
       await agent.close();
     }

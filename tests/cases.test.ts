@@ -23,15 +23,18 @@ const WIRES: Wire[] = ["anthropic", "openai"];
 
 /** A tests/fixtures/cases/server.mjs server under node, with its `CASES_*` environment. */
 function casesServer(name: string, env: Record<string, string>): McpServerConfig {
-  return { name, transport: { type: "stdio", command: "node", args: [`${repoRoot}tests/fixtures/cases/server.mjs`], env } };
+  return {
+    name,
+    transport: { type: "stdio", command: "node", args: [`${repoRoot}tests/fixtures/cases/server.mjs`], env },
+  };
 }
 
 /** Lines of a fixture's `CASES_LOG`. */
 function logOf(file: string): Array<{ method?: string; name?: string }> {
-  return readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as { method?: string; name?: string });
+  return readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((line) =>
+    JSON.parse(line) as { method?: string; name?: string }
+  );
 }
-
-
 
 function isSummary(request: RecordedRequest): boolean {
   return request.body["tools"] === undefined && JSON.stringify(request.body).includes("Internal handoff");
@@ -45,7 +48,18 @@ describe("CASES audit: A. stop hooks", () => {
         wire,
         env: { MCP_HOOK_SERVERS: "*" },
         servers: [{ name: "fx", env: { FIXTURE_STOP: "suite is red" } }],
-        responses: [{ text: "done" }, runTests, { text: "done" }, runTests, { text: "done" }, runTests, { text: "done" }, { text: "done" }, runTests, { text: "done" }],
+        responses: [
+          { text: "done" },
+          runTests,
+          { text: "done" },
+          runTests,
+          { text: "done" },
+          runTests,
+          { text: "done" },
+          { text: "done" },
+          runTests,
+          { text: "done" },
+        ],
       });
       try {
         const { result, events } = await runPrompt(t.session, "make the suite green");
@@ -53,14 +67,25 @@ describe("CASES audit: A. stop hooks", () => {
         assert.equal(result.objections, 3);
         assert.equal(t.llm.requests.length, 7, "exactly 7 LLM calls");
         const last = injectedHooks(t.llm.requests[6]!.body);
-        assert.deepEqual(last, Array.from({ length: 3 }, () => ({ hook: "_Stop", server: "fx", text: "suite is red" })), "3 objections in the history, no 4th");
-        assert.ok(events.some((e) => e.type === "warning" && /stop-hook budget exhausted/i.test(e.message)), "flagged stop-hook budget exhausted");
+        assert.deepEqual(
+          last,
+          Array.from({ length: 3 }, () => ({ hook: "_Stop", server: "fx", text: "suite is red" })),
+          "3 objections in the history, no 4th",
+        );
+        assert.ok(
+          events.some((e) => e.type === "warning" && /stop-hook budget exhausted/i.test(e.message)),
+          "flagged stop-hook budget exhausted",
+        );
         // Later prompts of the same session: the budget is spent, _Stop is never called again.
         for (const prompt of ["one more thing", "and another"]) {
           const again = await runPrompt(t.session, prompt);
           assert.equal(again.result.objections, 0);
         }
-        assert.equal(t.calls().filter((c) => c.tool === "_Stop").length, 3, "never more than 3 objections in a session");
+        assert.equal(
+          t.calls().filter((c) => c.tool === "_Stop").length,
+          3,
+          "never more than 3 objections in a session",
+        );
         const final = injectedHooks(t.llm.requests.at(-1)!.body);
         assert.equal(final.length, 3);
       } finally {
@@ -102,7 +127,12 @@ describe("CASES audit: A. stop hooks, C04 inside a prompt", () => {
     const [command = "", ...args] = tsCommand(`${repoRoot}tests/fixtures/registry/server.ts`);
     const slow: McpServerConfig = {
       name: "slow",
-      transport: { type: "stdio", command, args: [...args, "--mode", "slowstop", "--stop-ms", "3000", "--log", log], env: {} },
+      transport: {
+        type: "stdio",
+        command,
+        args: [...args, "--mode", "slowstop", "--stop-ms", "3000", "--log", log],
+        env: {},
+      },
     };
     const t = await startSession({
       wire: "anthropic",
@@ -110,7 +140,9 @@ describe("CASES audit: A. stop hooks, C04 inside a prompt", () => {
       servers: [],
       // Another server objects once, so the loop goes on after the first end_turn.
       extraServers: [slow, casesServer("obj", { CASES_STOP: "keep going", CASES_STOP_COUNT: "1" })],
-      responses: [{ text: "done" }, { toolCalls: [{ name: "obj__t1", arguments: {} }] }, { text: "done" }, { text: "never asked" }],
+      responses: [{ text: "done" }, { toolCalls: [{ name: "obj__t1", arguments: {} }] }, { text: "done" }, {
+        text: "never asked",
+      }],
     });
     try {
       const pid = Number(readFileSync(log, "utf8").match(/^pid (\d+)$/m)?.[1]);
@@ -140,7 +172,11 @@ describe("CASES audit: A. stop hooks, C04 inside a prompt", () => {
       };
       while (alive() && performance.now() - ended < 1000) await new Promise((resolve) => setTimeout(resolve, 25));
       assert.equal(alive(), false, "killed after the second consecutive timeout, gone within 1 s");
-      assert.match(readFileSync(log, "utf8"), /^cancelled _Stop 1$/m, "notifications/cancelled for the first abandoned call");
+      assert.match(
+        readFileSync(log, "utf8"),
+        /^cancelled _Stop 1$/m,
+        "notifications/cancelled for the first abandoned call",
+      );
       assert.deepEqual(t.registry.hookServers("_Stop"), ["obj"]);
     } finally {
       await closeChecked(t);
@@ -156,7 +192,13 @@ describe("CASES audit: B. a server dying mid-call, inside a prompt", () => {
       servers: [{ name: "fx" }, { name: "other" }],
       responses: [
         { toolCalls: [{ id: "d1", name: "fx__die", arguments: {} }] },
-        { toolCalls: [{ id: "e1", name: "other__echo", arguments: { text: "still here" } }, { id: "e2", name: "fx__echo", arguments: { text: "again" } }] },
+        {
+          toolCalls: [{ id: "e1", name: "other__echo", arguments: { text: "still here" } }, {
+            id: "e2",
+            name: "fx__echo",
+            arguments: { text: "again" },
+          }],
+        },
         { text: "done" },
       ],
     });
@@ -177,7 +219,10 @@ describe("CASES audit: B. a server dying mid-call, inside a prompt", () => {
       assert.ok(other?.ok, "another server keeps working");
       const again = ends.find((e) => e.id === "e2");
       assert.ok(again !== undefined);
-      assert.ok(again.ok || (again.durationMs < 1000 && /not running|not connected/.test(again.output)), `a second call fails fast or the server restarted: ${again.output}`);
+      assert.ok(
+        again.ok || (again.durationMs < 1000 && /not running|not connected/.test(again.output)),
+        `a second call fails fast or the server restarted: ${again.output}`,
+      );
     } finally {
       await closeChecked(t);
     }
@@ -224,7 +269,11 @@ describe("CASES audit: C. tool discovery", () => {
       assert.deepEqual(calls, ["t117", "_PostCompact", "_Stop"], "both hooks from page 3 are registered and invoked");
       assert.ok(t.llm.requests.some(isSummary), "compaction happened");
       const afterCompaction = t.llm.requests.findIndex(isSummary) + 1;
-      assert.deepEqual(injectedHooks(t.llm.requests[afterCompaction]!.body), [{ hook: "_PostCompact", server: "pg", text: "state after compaction" }]);
+      assert.deepEqual(injectedHooks(t.llm.requests[afterCompaction]!.body), [{
+        hook: "_PostCompact",
+        server: "pg",
+        text: "state after compaction",
+      }]);
       assert.deepEqual(injectedHooks(t.llm.requests.at(-1)!.body).map((i) => i.hook), ["_PostCompact", "_Stop"]);
     } finally {
       await closeChecked(t);
@@ -236,7 +285,10 @@ describe("CASES audit: C. tool discovery", () => {
 describe("CASES audit: B. stdio transport", () => {
   test(`C10 the client under ${runtime()} finishes initialize with the node server that connects 300 ms late, well within the 2 s of the case (bound 4 s)`, async () => {
     const [command = "", ...args] = tsCommand(`${repoRoot}tests/fixtures/mcp/sdk1-stdio.ts`, "node");
-    const config: McpServerConfig = { name: "late", transport: { type: "stdio", command, args: [...args, "--delay-ms", "300"], env: {} } };
+    const config: McpServerConfig = {
+      name: "late",
+      transport: { type: "stdio", command, args: [...args, "--delay-ms", "300"], env: {} },
+    };
     // Warm the tsx cache once, so the measured start is a normal start, not the first compile.
     const warm = await connectMcp(config, { sessionId: "c10-warm", env: process.env, initTimeoutMs: 30_000 });
     await warm.close();
@@ -245,7 +297,11 @@ describe("CASES audit: B. stdio transport", () => {
     try {
       assert.deepEqual((await c.listTools()).map((tool) => tool.name), ["echo", "add"]);
       const elapsed = performance.now() - started;
-      console.log(`C10: ${runtime()} client, node server with a 300 ms late transport: initialize + tools/list in ${Math.round(elapsed)} ms`);
+      console.log(
+        `C10: ${runtime()} client, node server with a 300 ms late transport: initialize + tools/list in ${
+          Math.round(elapsed)
+        } ms`,
+      );
       // CASES asks for 2 s, and the printed figure is about 1.2 s here. The time includes
       // spawning Node with tsx, so the bound is doubled for a loaded 2-core CI machine: the
       // failure this guards against is a hang, not a slow start.
@@ -271,7 +327,9 @@ describe("CASES audit: F. agent loop", () => {
     test(`C20 (${wire}): the cancelled call's result directly follows it, before the new text; the late result never arrives in history`, async () => {
       const t = await startSession({
         wire,
-        responses: [{ toolCalls: [{ id: "slow1", name: "fx__slow", arguments: { ms: 1500 } }] }, { text: "next answer" }],
+        responses: [{ toolCalls: [{ id: "slow1", name: "fx__slow", arguments: { ms: 1500 } }] }, {
+          text: "next answer",
+        }],
       });
       try {
         const controller = new AbortController();
@@ -296,7 +354,11 @@ describe("CASES audit: F. agent loop", () => {
           assert.equal(blocks[0]!["is_error"], true);
           assert.match(JSON.stringify(blocks[0]!["content"]), /cancelled/);
           assert.match(JSON.stringify(msgs.slice(call + 1)), /new question/);
-          assert.doesNotMatch(JSON.stringify(msgs.slice(0, call + 1)), /new question/, "the new text comes after the result");
+          assert.doesNotMatch(
+            JSON.stringify(msgs.slice(0, call + 1)),
+            /new question/,
+            "the new text comes after the result",
+          );
         } else {
           assert.equal(next["role"], "tool");
           assert.equal(next["tool_call_id"], "slow1");
@@ -331,11 +393,21 @@ describe("CASES audit: F. agent loop", () => {
     try {
       await runPrompt(t.session, "go");
       const msgs = messagesOf(t.llm.requests[2]!.body);
-      const results = msgs.findIndex((m) => Array.isArray(m["content"]) && (m["content"] as Array<Record<string, unknown>>).some((b) => b["type"] === "tool_result"));
+      const results = msgs.findIndex((m) =>
+        Array.isArray(m["content"]) &&
+        (m["content"] as Array<Record<string, unknown>>).some((b) => b["type"] === "tool_result")
+      );
       const blocks = msgs[results]!["content"] as Array<Record<string, unknown>>;
-      assert.deepEqual(blocks.map((b) => b["tool_use_id"]), ["t1", "t2", "t3"], "one user message, results in call order");
+      assert.deepEqual(
+        blocks.map((b) => b["tool_use_id"]),
+        ["t1", "t2", "t3"],
+        "one user message, results in call order",
+      );
       const objection = JSON.stringify(msgs).indexOf("one more check");
-      assert.ok(objection > JSON.stringify(msgs.slice(0, results + 1)).length - 2, "the objection comes after the results");
+      assert.ok(
+        objection > JSON.stringify(msgs.slice(0, results + 1)).length - 2,
+        "the objection comes after the results",
+      );
     } finally {
       await closeChecked(t);
     }

@@ -30,7 +30,6 @@ function responder(turns: FakeTurn[], summary: FakeTurn | ((r: RecordedRequest) 
 
 const small = { SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" }; // threshold 4500
 
-
 describe("compaction end to end", () => {
   for (const wire of ["anthropic", "openai"] as Wire[]) {
     test(`a long run compacts: tool-less summary, then summary + _PostCompact result + prompt (${wire})`, async () => {
@@ -55,13 +54,19 @@ describe("compaction end to end", () => {
         const texts = JSON.stringify(after);
         const first = JSON.stringify(after[wire === "openai" ? 1 : 0]);
         assert.match(first, /\[Context Handoff\]\\nSUMMARY: the task was to compact/);
-        assert.ok(texts.includes(JSON.stringify(JSON.stringify({ hook: "_PostCompact", server: "fx", text: "todo state here" }))));
+        assert.ok(
+          texts.includes(
+            JSON.stringify(JSON.stringify({ hook: "_PostCompact", server: "fx", text: "todo state here" })),
+          ),
+        );
         assert.match(JSON.stringify(after.at(-1)), /Please fill the context\./);
         assert.ok(toolNamesOf(t.llm.requests[i + 1]!.body).includes("fx__big"));
         const compactions = events.filter((e) => e.type === "compaction");
         assert.ok(compactions.length >= 1);
         const c = compactions[0]!;
-        assert.ok(c.type === "compaction" && c.mode === "summary" && c.beforeTokens >= 4500 && c.afterTokens < c.beforeTokens);
+        assert.ok(
+          c.type === "compaction" && c.mode === "summary" && c.beforeTokens >= 4500 && c.afterTokens < c.beforeTokens,
+        );
         assert.deepEqual(c.type === "compaction" && c.injected, ["fx"]);
         const post = t.calls().filter((x) => x.tool === "_PostCompact").length;
         assert.equal(post, compactions.length, "_PostCompact once per compaction");
@@ -75,7 +80,7 @@ describe("compaction end to end", () => {
 
   test("a failing summary falls back to dropping old turns, with no _PostCompact call", async () => {
     // The fake reports 10 input tokens per request, so one result must cross the threshold alone.
-      const big = { toolCalls: [{ name: "fx__big", arguments: { bytes: 5000 } }] };
+    const big = { toolCalls: [{ name: "fx__big", arguments: { bytes: 5000 } }] };
     const t = await startSession({
       wire: "anthropic",
       env: { ...small, MCP_HOOK_SERVERS: "fx" },
@@ -99,7 +104,7 @@ describe("compaction end to end", () => {
 
   test("SPROUT_AGENT_MAX_HANDOFFS=0 never asks for a summary", async () => {
     // The fake reports 10 input tokens per request, so one result must cross the threshold alone.
-      const big = { toolCalls: [{ name: "fx__big", arguments: { bytes: 5000 } }] };
+    const big = { toolCalls: [{ name: "fx__big", arguments: { bytes: 5000 } }] };
     const t = await startSession({
       wire: "openai",
       env: { ...small, SPROUT_AGENT_MAX_HANDOFFS: "0" },
@@ -187,8 +192,7 @@ describe("compaction end to end", () => {
             { name: "fx__slow", arguments: { ms: 50 } },
             { name: "fx___Stop", arguments: {} },
             { name: "fx__big", arguments: { bytes: 2500 } },
-          ])
-        );
+          ]));
         return { text: pick(["", "working"]), toolCalls: calls, ...(random() < 0.1 ? { stop: "max_tokens" } : {}) };
       };
       const wire: Wire = seed % 2 === 0 ? "anthropic" : "openai";
@@ -224,6 +228,8 @@ describe("compaction end to end", () => {
       }
     }
     // The sequences must really mix every kind of event, or the test proves little.
-    for (const [kind, count] of Object.entries(seen)) assert.ok(count > 0, `no ${kind} happened: ${JSON.stringify(seen)}`);
+    for (const [kind, count] of Object.entries(seen)) {
+      assert.ok(count > 0, `no ${kind} happened: ${JSON.stringify(seen)}`);
+    }
   });
 });

@@ -112,7 +112,11 @@ describe("threshold and estimate (SPEC 8.1)", () => {
 describe("summary request (SPEC 8.2)", () => {
   const history: HistoryItem[] = [
     user("Fix the failing test"),
-    { role: "assistant", text: "Reading it.", toolCalls: [{ id: "c1", name: "fs__read", arguments: { path: "a.ts" } }] },
+    {
+      role: "assistant",
+      text: "Reading it.",
+      toolCalls: [{ id: "c1", name: "fs__read", arguments: { path: "a.ts" } }],
+    },
     result("c1", "line one\nline two"),
     calls("c2"),
     result("c2", "ENOENT", true),
@@ -121,12 +125,23 @@ describe("summary request (SPEC 8.2)", () => {
   ];
 
   test("is plain text with a handoff system prompt and the sections in order", () => {
-    const r = buildSummaryRequest({ originalTask: "Fix the failing test", history, toolNames: ["fs__read"], ctx: 128000, handoffNumber: 2 });
+    const r = buildSummaryRequest({
+      originalTask: "Fix the failing test",
+      history,
+      toolNames: ["fs__read"],
+      ctx: 128000,
+      handoffNumber: 2,
+    });
     assert.match(r.system, /context handoff summary/);
     assert.match(r.system, /plain text only/i);
     assert.match(r.system, /no tool calls/);
-    const order = ["[Internal handoff #2 — context reset]", "# Original Task\nFix the failing test", "# Available Tools\nfs__read",
-      "# Recent History (most recent last)", "# Instructions"];
+    const order = [
+      "[Internal handoff #2 — context reset]",
+      "# Original Task\nFix the failing test",
+      "# Available Tools\nfs__read",
+      "# Recent History (most recent last)",
+      "# Instructions",
+    ];
     let at = -1;
     for (const part of order) {
       const i = r.prompt.indexOf(part);
@@ -156,7 +171,13 @@ describe("summary request (SPEC 8.2)", () => {
   });
 
   test("unknown task and empty history are spelled out", () => {
-    const r = buildSummaryRequest({ originalTask: undefined, history: [], toolNames: [], ctx: 128000, handoffNumber: 1 });
+    const r = buildSummaryRequest({
+      originalTask: undefined,
+      history: [],
+      toolNames: [],
+      ctx: 128000,
+      handoffNumber: 1,
+    });
     assert.match(r.prompt, /# Original Task\n\(unknown\)\n/);
     assert.match(r.prompt, /# Recent History \(most recent last\)\n\(none\)\n/);
   });
@@ -182,8 +203,16 @@ describe("summary request (SPEC 8.2)", () => {
 
   test("one huge history item still leaves the latest items, and the prompt stays within 32 KiB", () => {
     const h: HistoryItem[] = [user("x".repeat(10)), calls("big"), result("big", "z".repeat(5_000_000))];
-    for (let i = 0; i < 200; i++) h.push(user(`question ${i} ${"q".repeat(300)}`), say(`answer ${i} ${"a".repeat(300)}`));
-    const r = buildSummaryRequest({ originalTask: "t".repeat(100_000), history: h, toolNames: [], ctx: 128000, handoffNumber: 1 });
+    for (let i = 0; i < 200; i++) {
+      h.push(user(`question ${i} ${"q".repeat(300)}`), say(`answer ${i} ${"a".repeat(300)}`));
+    }
+    const r = buildSummaryRequest({
+      originalTask: "t".repeat(100_000),
+      history: h,
+      toolNames: [],
+      ctx: 128000,
+      handoffNumber: 1,
+    });
     assert.ok(bytes(r.prompt) <= 32 * 1024, `${bytes(r.prompt)} bytes`);
     assert.ok(r.prompt.includes("[assistant] answer 199 "));
     assert.ok(r.prompt.includes("[user] question 199 "));
@@ -203,7 +232,13 @@ describe("summary request (SPEC 8.2)", () => {
   test("a small context shrinks the budget to ctx/4 bytes", () => {
     const h: HistoryItem[] = [];
     for (let i = 0; i < 50; i++) h.push(user(`q${i} ${"q".repeat(100)}`), say(`a${i} ${"a".repeat(100)}`));
-    const r = buildSummaryRequest({ originalTask: "t".repeat(20_000), history: h, toolNames: ["a__b"], ctx: 8000, handoffNumber: 3 });
+    const r = buildSummaryRequest({
+      originalTask: "t".repeat(20_000),
+      history: h,
+      toolNames: ["a__b"],
+      ctx: 8000,
+      handoffNumber: 3,
+    });
     assert.ok(bytes(r.prompt) <= 2000, `${bytes(r.prompt)} bytes`);
     assert.ok(r.prompt.includes("[assistant] a49 "), "newest item kept");
     assert.ok(r.prompt.includes("# Original Task\ntttt"), "some of the task kept");
@@ -224,7 +259,13 @@ describe("summary request (SPEC 8.2)", () => {
     for (let c = 0; c < 150; c++) {
       const h = randomHistory(random, 1 + Math.floor(random() * 12));
       const ctx = [4000, 20000, 128000][c % 3] ?? 128000;
-      const r = buildSummaryRequest({ originalTask: "task ".repeat(Math.floor(random() * 5000)), history: h, toolNames: ["a__b"], ctx, handoffNumber: 1 });
+      const r = buildSummaryRequest({
+        originalTask: "task ".repeat(Math.floor(random() * 5000)),
+        history: h,
+        toolNames: ["a__b"],
+        ctx,
+        handoffNumber: 1,
+      });
       assert.ok(bytes(r.prompt) <= Math.min(32 * 1024, ctx / 4), `case ${c}: ${bytes(r.prompt)} bytes`);
       const section = r.prompt.split("# Recent History (most recent last)\n")[1] ?? "";
       assert.match(section, /^(\(… \d+ older items omitted\)\n)?\[(user|assistant|tool)/, `case ${c}`);
@@ -235,7 +276,11 @@ describe("summary request (SPEC 8.2)", () => {
 describe("fresh context (SPEC 8.3)", () => {
   test("holds the summary, then the _PostCompact pairs, then the current prompt", () => {
     const post = [...hookPair("todo", 7, "open: a, b"), ...hookPair("notes", 8, "remember x")];
-    const h = freshContext({ summary: "  We did X; next Y.\n", currentPrompt: "Fix the failing test", postCompact: post });
+    const h = freshContext({
+      summary: "  We did X; next Y.\n",
+      currentPrompt: "Fix the failing test",
+      postCompact: post,
+    });
     assert.deepEqual(h, [user(`${HANDOFF_PREFIX}We did X; next Y.`), ...post, user("Fix the failing test")]);
     assert.deepEqual(historyProblems(h), []);
   });
@@ -249,7 +294,11 @@ describe("fresh context (SPEC 8.3)", () => {
   test("the current prompt is the last user item, not a handoff summary", () => {
     const h = [user("first"), say("ok"), user("second task"), calls("c"), result("c")];
     assert.equal(currentPromptText(h), "second task");
-    const fresh = freshContext({ summary: "S", currentPrompt: currentPromptText(h), postCompact: hookPair("todo", 1, "t") });
+    const fresh = freshContext({
+      summary: "S",
+      currentPrompt: currentPromptText(h),
+      postCompact: hookPair("todo", 1, "t"),
+    });
     assert.equal(currentPromptText(fresh), "second task");
     assert.equal(currentPromptText([]), "");
   });
@@ -309,8 +358,11 @@ describe("truncation fallback (SPEC 8.4)", () => {
       if (historyBytes(out) >= budget) {
         // Over budget only when nothing more could go: the rest starts at the newest prompt.
         const first = out[0];
-        assert.ok(first?.role === "user" && first.text === currentPromptText(h) &&
-          out.slice(1).every((i) => i.role !== "user" || i.text.startsWith(HANDOFF_PREFIX)), where);
+        assert.ok(
+          first?.role === "user" && first.text === currentPromptText(h) &&
+            out.slice(1).every((i) => i.role !== "user" || i.text.startsWith(HANDOFF_PREFIX)),
+          where,
+        );
       }
       if (dropped > 0) {
         // Minimal: keeping the previous turn as well would have been over budget.

@@ -18,7 +18,7 @@ import type { McpTool } from "../lib/mcp/types.ts";
 import { type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing.ts";
 import type { AgentEvent } from "../lib/events.ts";
 import type { HistoryItem } from "../lib/types.ts";
-import { FakeServer, fakeConnect, stdioConfig, text } from "./helpers/fake-connection.ts";
+import { fakeConnect, FakeServer, stdioConfig, text } from "./helpers/fake-connection.ts";
 
 type Wire = "anthropic" | "openai";
 const utf8 = (s: string) => new TextEncoder().encode(s).length;
@@ -59,11 +59,18 @@ async function setup(wire: Wire, env: Record<string, string>, responses: (r: Rec
     MCP_HOOK_SERVERS: "fx",
     ...env,
   }, () => "");
-  const server = new FakeServer("fx", [...wordyTools(), { name: "read", inputSchema: { type: "object" } }, "_PostCompact"], {
+  const server = new FakeServer("fx", [
+    ...wordyTools(),
+    { name: "read", inputSchema: { type: "object" } },
+    "_PostCompact",
+  ], {
     read: () => text("x".repeat(600)),
     _PostCompact: () => text("open todos: 1"),
   });
-  const { registry } = await createRegistry([stdioConfig("fx")], { sessionId: "compactor-test", connect: fakeConnect([server]) });
+  const { registry } = await createRegistry([stdioConfig("fx")], {
+    sessionId: "compactor-test",
+    connect: fakeConnect([server]),
+  });
   const session = new AgentSession({ config, model: createModel(config), registry, id: "compactor-test" });
   return {
     llm,
@@ -94,12 +101,26 @@ describe("compaction estimate (SPEC 8.1, issue 9)", () => {
           config: t.config,
           model: createModel(t.config),
           registry: t.registry,
-          hooks: new HookRunner({ registry: t.registry, allow: t.config.hookServers, timeoutMs: 100, onEvent: () => {} }),
+          hooks: new HookRunner({
+            registry: t.registry,
+            allow: t.config.hookServers,
+            timeoutMs: 100,
+            onEvent: () => {},
+          }),
         });
         const history: HistoryItem[] = [
           { role: "user", text: "List the project, then read README.md" },
-          { role: "assistant", text: "Reading.", toolCalls: [{ id: "call_1", name: "fx__read", arguments: { path: "README.md" } }] },
-          { role: "tool", toolCallId: "call_1", content: [{ type: "text", text: "# Title\n".repeat(40) }], isError: false },
+          {
+            role: "assistant",
+            text: "Reading.",
+            toolCalls: [{ id: "call_1", name: "fx__read", arguments: { path: "README.md" } }],
+          },
+          {
+            role: "tool",
+            toolCallId: "call_1",
+            content: [{ type: "text", text: "# Title\n".repeat(40) }],
+            isError: false,
+          },
         ];
         const request = { system: t.config.systemPrompt, history, tools, maxOutputTokens: 1000 };
         const body = JSON.stringify(wire === "anthropic" ? anthropicBody(request, "m") : openAiBody(request, "m"));
@@ -107,7 +128,10 @@ describe("compaction estimate (SPEC 8.1, issue 9)", () => {
         const ratio = estimate / utf8(body);
         // The history alone is a fraction of the body; with the system prompt and tools the
         // estimate lands within a quarter of what is sent (the wire adds or drops some keys).
-        assert.ok(ratio > 0.75 && ratio < 1.25, `estimate ${estimate} vs body ${utf8(body)} bytes (ratio ${ratio.toFixed(2)})`);
+        assert.ok(
+          ratio > 0.75 && ratio < 1.25,
+          `estimate ${estimate} vs body ${utf8(body)} bytes (ratio ${ratio.toFixed(2)})`,
+        );
       } finally {
         await t.close();
       }
@@ -117,10 +141,16 @@ describe("compaction estimate (SPEC 8.1, issue 9)", () => {
       // ctx 6000, out 1000: threshold 4500. The tools weigh ~2 KB, so the history alone never
       // reaches the threshold before the request does (see usageFor for what the fake reports).
       let reads = 0;
-      const t = await setup(wire, { SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" }, (r) => {
-        if (isSummary(r)) return { text: "SUMMARY: read files one by one; continue with the next file." };
-        return reads++ < 6 ? { toolCalls: [{ name: "fx__read", arguments: { path: `f${reads}` } }] } : { text: "done" };
-      });
+      const t = await setup(
+        wire,
+        { SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" },
+        (r) => {
+          if (isSummary(r)) return { text: "SUMMARY: read files one by one; continue with the next file." };
+          return reads++ < 6
+            ? { toolCalls: [{ name: "fx__read", arguments: { path: `f${reads}` } }] }
+            : { text: "done" };
+        },
+      );
       try {
         const { events, result } = await t.run("Read the six files.");
         assert.equal(result.stopReason, "end_turn");
@@ -131,7 +161,10 @@ describe("compaction estimate (SPEC 8.1, issue 9)", () => {
         const compactions = events.filter((e) => e.type === "compaction");
         assert.ok(compactions.length >= 1, "the gate fired");
         for (const c of compactions) {
-          assert.ok(c.type === "compaction" && c.afterTokens < c.beforeTokens && c.afterTokens < 4500, JSON.stringify(c));
+          assert.ok(
+            c.type === "compaction" && c.afterTokens < c.beforeTokens && c.afterTokens < 4500,
+            JSON.stringify(c),
+          );
         }
       } finally {
         await t.close();
@@ -144,7 +177,10 @@ describe("a compaction never makes the context larger (issue 9)", () => {
   test("a summary larger than what it replaces is discarded for dropping old turns, and no _PostCompact is called", async () => {
     let reads = 0;
     const huge = `SUMMARY: ${"every detail, at length. ".repeat(300)}`; // ~7 KB, more than the history
-    const t = await setup("anthropic", { SPROUT_AGENT_MAX_CONTEXT_TOKENS: "8000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" }, (r) => {
+    const t = await setup("anthropic", {
+      SPROUT_AGENT_MAX_CONTEXT_TOKENS: "8000",
+      SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000",
+    }, (r) => {
       if (isSummary(r)) return { text: huge };
       return reads++ < 6 ? { toolCalls: [{ name: "fx__read", arguments: { path: `f${reads}` } }] } : { text: "done" };
     });
@@ -156,10 +192,17 @@ describe("a compaction never makes the context larger (issue 9)", () => {
       const compactions = events.filter((e) => e.type === "compaction");
       assert.ok(compactions.length >= 1);
       for (const c of compactions) {
-        assert.ok(c.type === "compaction" && c.mode === "truncation" && c.afterTokens < c.beforeTokens, JSON.stringify(c));
+        assert.ok(
+          c.type === "compaction" && c.mode === "truncation" && c.afterTokens < c.beforeTokens,
+          JSON.stringify(c),
+        );
       }
       assert.ok(events.some((e) => e.type === "warning" && /would not shrink the context/.test(e.message)));
-      assert.equal(t.server.calls.filter((c) => c.tool === "_PostCompact").length, 0, "no _PostCompact for a discarded summary");
+      assert.equal(
+        t.server.calls.filter((c) => c.tool === "_PostCompact").length,
+        0,
+        "no _PostCompact for a discarded summary",
+      );
       assert.equal(t.session.handoffs, 0);
       const last = JSON.stringify(t.llm.requests.at(-1)!.body);
       assert.doesNotMatch(last, /every detail, at length/);
@@ -171,10 +214,14 @@ describe("a compaction never makes the context larger (issue 9)", () => {
 
   test("a summary that shrinks the context is kept, and its afterTokens count the tools too", async () => {
     let reads = 0;
-    const t = await setup("openai", { SPROUT_AGENT_MAX_CONTEXT_TOKENS: "8000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" }, (r) => {
-      if (isSummary(r)) return { text: "SUMMARY: short." };
-      return reads++ < 8 ? { toolCalls: [{ name: "fx__read", arguments: { path: `f${reads}` } }] } : { text: "done" };
-    });
+    const t = await setup(
+      "openai",
+      { SPROUT_AGENT_MAX_CONTEXT_TOKENS: "8000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" },
+      (r) => {
+        if (isSummary(r)) return { text: "SUMMARY: short." };
+        return reads++ < 8 ? { toolCalls: [{ name: "fx__read", arguments: { path: `f${reads}` } }] } : { text: "done" };
+      },
+    );
     try {
       const { events } = await t.run("Read everything.");
       const c = events.find((e) => e.type === "compaction");
@@ -182,7 +229,10 @@ describe("a compaction never makes the context larger (issue 9)", () => {
       const next = t.llm.requests[t.llm.requests.findIndex(isSummary) + 1]!;
       // afterTokens is the estimate of that next request, tools and system prompt included.
       const sent = utf8(JSON.stringify(next.body));
-      assert.ok(c.afterTokens > sent * 0.75 && c.afterTokens < sent * 1.25, `afterTokens ${c.afterTokens} vs ${sent} bytes sent`);
+      assert.ok(
+        c.afterTokens > sent * 0.75 && c.afterTokens < sent * 1.25,
+        `afterTokens ${c.afterTokens} vs ${sent} bytes sent`,
+      );
       assert.deepEqual(c.injected, ["fx"]);
     } finally {
       await t.close();

@@ -27,14 +27,16 @@ describe("config", () => {
     assert.equal(c.openai.baseUrl, "https://api.openai.com/v1");
   });
 
-  for (const [name, value] of [
-    ["SPROUT_AGENT_MAX_ROUNDS", ""],
-    ["SPROUT_AGENT_MAX_ROUNDS", "-1"],
-    ["SPROUT_AGENT_HOOK_TIMEOUT_MS", "2.5"],
-    ["SPROUT_AGENT_MAX_PARALLEL_TOOLS", "0"],
-    ["SPROUT_AGENT_MAX_OUTPUT_TOKENS", "abc"],
-    ["SPROUT_AGENT_PROVIDER", "gemini"],
-  ] as const) {
+  for (
+    const [name, value] of [
+      ["SPROUT_AGENT_MAX_ROUNDS", ""],
+      ["SPROUT_AGENT_MAX_ROUNDS", "-1"],
+      ["SPROUT_AGENT_HOOK_TIMEOUT_MS", "2.5"],
+      ["SPROUT_AGENT_MAX_PARALLEL_TOOLS", "0"],
+      ["SPROUT_AGENT_MAX_OUTPUT_TOKENS", "abc"],
+      ["SPROUT_AGENT_PROVIDER", "gemini"],
+    ] as const
+  ) {
     test(`invalid ${name}=${JSON.stringify(value)} is an error naming the variable`, () => {
       assert.throws(() => loadConfig({ [name]: value }, noFile), (e: unknown) => {
         assert.ok(e instanceof AgentError);
@@ -60,15 +62,30 @@ describe("config", () => {
   });
 
   test("an unreadable system prompt file names the variable", () => {
-    assert.throws(() => loadConfig({ SPROUT_AGENT_SYSTEM_PROMPT_FILE: "/nope" }, noFile), /SPROUT_AGENT_SYSTEM_PROMPT_FILE/);
+    assert.throws(
+      () => loadConfig({ SPROUT_AGENT_SYSTEM_PROMPT_FILE: "/nope" }, noFile),
+      /SPROUT_AGENT_SYSTEM_PROMPT_FILE/,
+    );
   });
 
   test("a provider's missing settings are named; the OpenAI-compatible key is optional", () => {
-    assert.throws(() => requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_MODEL: "m" }, noFile)), /ANTHROPIC_API_KEY/);
-    assert.throws(() => requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "openai" }, noFile)), /OPENAI_COMPAT_MODEL/);
-    assert.throws(() => requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "scripted" }, noFile)), /SPROUT_AGENT_SCRIPT/);
+    assert.throws(
+      () => requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_MODEL: "m" }, noFile)),
+      /ANTHROPIC_API_KEY/,
+    );
+    assert.throws(
+      () => requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "openai" }, noFile)),
+      /OPENAI_COMPAT_MODEL/,
+    );
+    assert.throws(
+      () => requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "scripted" }, noFile)),
+      /SPROUT_AGENT_SCRIPT/,
+    );
     assert.throws(() => requireProvider(loadConfig({}, noFile)), /SPROUT_AGENT_PROVIDER/);
-    assert.equal(requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "openai", OPENAI_COMPAT_MODEL: "m" }, noFile)), "openai");
+    assert.equal(
+      requireProvider(loadConfig({ SPROUT_AGENT_PROVIDER: "openai", OPENAI_COMPAT_MODEL: "m" }, noFile)),
+      "openai",
+    );
   });
 
   test("empty string variables count as unset", () => {

@@ -13,7 +13,9 @@ describe("npm run demo", { skip: !runsOnce && "runs once, under bun" }, () => {
   test("the scripted demo fixes the bug with both hooks objecting once, and the tests pass", async () => {
     const [cmd, ...args] = tsCommand(`${repoRoot}examples/demo/run.ts`, "node");
     const env = { ...process.env };
-    for (const key of Object.keys(env)) if (/^(SPROUT_AGENT_|ANTHROPIC_|OPENAI_COMPAT_|MCP_HOOK_SERVERS)/.test(key)) delete env[key];
+    for (const key of Object.keys(env)) {
+      if (/^(SPROUT_AGENT_|ANTHROPIC_|OPENAI_COMPAT_|MCP_HOOK_SERVERS)/.test(key)) delete env[key];
+    }
     const child = spawn(cmd!, args, { cwd: repoRoot, env: { ...env, NO_COLOR: "1" } });
     let out = "";
     child.stdout.on("data", (d) => (out += d));

@@ -17,7 +17,10 @@ import { repoRoot, runtime } from "./helpers/runtime.ts";
 function runDeno(flags: string[], dir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env = cleanEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: join(dir, "script.json") });
   const args = ["run", "--no-prompt", "--quiet", "--allow-read", "--allow-env", ...flags, join(repoRoot, "cli.ts")];
-  const child = spawn(process.execPath, [...args, "run", "--mcp-config", join(dir, "mcp.json"), "hi"], { cwd: dir, env });
+  const child = spawn(process.execPath, [...args, "run", "--mcp-config", join(dir, "mcp.json"), "hi"], {
+    cwd: dir,
+    env,
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
@@ -25,12 +28,17 @@ function runDeno(flags: string[], dir: string): Promise<{ code: number | null; s
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
 }
 
-describe("Deno permissions for stdio servers", { skip: runtime() !== "deno" && "Deno's permission model: runs under deno" }, () => {
+describe("Deno permissions for stdio servers", {
+  skip: runtime() !== "deno" && "Deno's permission model: runs under deno",
+}, () => {
   test("a missing --allow-sys or --allow-run is named, and the run still ends normally", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sprout-perm-"));
     try {
       writeFileSync(join(dir, "script.json"), JSON.stringify([{ text: "finished" }]));
-      writeFileSync(join(dir, "mcp.json"), JSON.stringify({ mcpServers: { fs: { command: "node", args: ["-e", ""] } } }));
+      writeFileSync(
+        join(dir, "mcp.json"),
+        JSON.stringify({ mcpServers: { fs: { command: "node", args: ["-e", ""] } } }),
+      );
       const cases: Array<[string[], string]> = [
         [[], "Deno lacks --allow-run and --allow-sys, which stdio servers need"],
         [["--allow-run"], "Deno lacks --allow-sys (stdio servers need --allow-run and --allow-sys)"],
@@ -41,7 +49,10 @@ describe("Deno permissions for stdio servers", { skip: runtime() !== "deno" && "
         const [flags, reason] = cases[i]!;
         assert.equal(run.code, 0, `flags ${flags.join(" ")}: ${run.stderr}`);
         assert.match(run.stdout, /^finished\n/, `flags ${flags.join(" ")}`);
-        assert.ok(run.stderr.includes(`warning: Cannot start server "fs": ${reason}`), `flags ${flags.join(" ")}: ${run.stderr}`);
+        assert.ok(
+          run.stderr.includes(`warning: Cannot start server "fs": ${reason}`),
+          `flags ${flags.join(" ")}: ${run.stderr}`,
+        );
       });
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -49,7 +49,10 @@ function text(file: string): string {
 function citedSections(source: string): string[] {
   const found: string[] = [];
   const number = String.raw`\d+(?:\.\d+)?`;
-  const cite = new RegExp(String.raw`\bSPEC\s+(?:sections?\s+)?(${number}(?:(?:\s*,\s*|\s+and\s+|\s*[–-]\s*)${number})*)`, "g");
+  const cite = new RegExp(
+    String.raw`\bSPEC\s+(?:sections?\s+)?(${number}(?:(?:\s*,\s*|\s+and\s+|\s*[–-]\s*)${number})*)`,
+    "g",
+  );
   for (const m of source.matchAll(cite)) found.push(...m[1]!.split(/\s*,\s*|\s+and\s+|\s*[–-]\s*/));
   return found;
 }

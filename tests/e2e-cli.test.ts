@@ -8,7 +8,6 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import process from "node:process";
 import { type FakeTurn, startFakeLlm } from "../lib/testing.ts";
 import { cleanEnv, fixtureConfig, runCli as runCliIn } from "./helpers/cli.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
@@ -21,11 +20,18 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const baseEnv = cleanEnv;
-const mcpConfig = (servers: Record<string, Record<string, string>>, extra: Record<string, unknown> = {}) => fixtureConfig(dir, servers, extra);
-const runCli = (args: string[], env: Record<string, string>, options: Omit<NonNullable<Parameters<typeof runCliIn>[2]>, "cwd"> = {}) =>
-  runCliIn(args, env, { ...options, cwd: dir });
+const mcpConfig = (servers: Record<string, Record<string, string>>, extra: Record<string, unknown> = {}) =>
+  fixtureConfig(dir, servers, extra);
+const runCli = (
+  args: string[],
+  env: Record<string, string>,
+  options: Omit<NonNullable<Parameters<typeof runCliIn>[2]>, "cwd"> = {},
+) => runCliIn(args, env, { ...options, cwd: dir });
 
-async function withLlm(responses: FakeTurn[], body: (env: Record<string, string>, requests: () => number) => Promise<void>) {
+async function withLlm(
+  responses: FakeTurn[],
+  body: (env: Record<string, string>, requests: () => number) => Promise<void>,
+) {
   const llm = await startFakeLlm({ responses });
   try {
     await body(
@@ -68,12 +74,23 @@ describe("cli.ts run", () => {
         assert.equal(end["ok"], true);
         assert.equal(typeof end["durationMs"], "number");
         const result = run.events.at(-1)!;
-        assert.deepEqual(Object.keys(result), ["type", "stopReason", "rounds", "toolCalls", "objections", "usage", "durationMs"]);
+        assert.deepEqual(Object.keys(result), [
+          "type",
+          "stopReason",
+          "rounds",
+          "toolCalls",
+          "objections",
+          "usage",
+          "durationMs",
+        ]);
         assert.equal(result["stopReason"], "end_turn");
         assert.equal(result["rounds"], 2);
         assert.equal(result["toolCalls"], 1);
         assert.deepEqual(result["usage"], { inputTokens: 20, outputTokens: 10 });
-        assert.ok(firstDeltaAt > 0 && doneAt - firstDeltaAt >= 1000, "the first delta was printed while the response was paused");
+        assert.ok(
+          firstDeltaAt > 0 && doneAt - firstDeltaAt >= 1000,
+          "the first delta was printed while the response was paused",
+        );
         assert.doesNotMatch(run.stdout + run.stderr, /sk-ant-secret-key-123/);
       },
     );
@@ -81,7 +98,9 @@ describe("cli.ts run", () => {
 
   test("people see text, one line per tool call, the objection and a summary", async () => {
     await withLlm(
-      [{ toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }, { name: "fx__fail", arguments: {} }] }, { text: "Finished." }, { text: "Finished again." }],
+      [{ toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }, { name: "fx__fail", arguments: {} }] }, {
+        text: "Finished.",
+      }, { text: "Finished again." }],
       async (env) => {
         const cfg = mcpConfig({ fx: { FIXTURE_STOP: "two todos open\nsecond line", FIXTURE_STOP_COUNT: "1" } });
         const run = await runCli(["run", "--mcp-config", cfg, "go"], { ...env, MCP_HOOK_SERVERS: "fx" });
@@ -91,6 +110,7 @@ describe("cli.ts run", () => {
         assert.match(run.stdout, /^⟲ _Stop objection from fx: two todos open$/m);
         assert.match(run.stdout, /^ {4}second line$/m);
         assert.match(run.stdout, /^■ end_turn · 3 rounds · 2 tool calls · 1 objection · /m);
+        // deno-lint-ignore no-control-regex
         assert.doesNotMatch(run.stdout, /\x1b\[/, "no colour when not a TTY");
       },
     );
@@ -106,7 +126,10 @@ describe("cli.ts run", () => {
   });
 
   test("exit 1 with an error event when the LLM keeps failing; the message has the status and provider text", async () => {
-    await withLlm([{ status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long" } } }], async (env, requests) => {
+    await withLlm([{
+      status: 400,
+      body: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long" } },
+    }], async (env, requests) => {
       const run = await runCli(["run", "--json", "go"], env);
       assert.equal(run.code, 1);
       const last = run.events.at(-1)!;
@@ -121,22 +144,44 @@ describe("cli.ts run", () => {
     const script = join(dir, "short.json");
     writeFileSync(script, JSON.stringify([{ toolCalls: [{ name: "fx__echo", arguments: { text: "x" } }] }]));
     const cfg = mcpConfig({ fx: {} });
-    const run = await runCli(["run", "--mcp-config", cfg, "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script });
+    const run = await runCli(["run", "--mcp-config", cfg, "go"], {
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: script,
+    });
     assert.equal(run.code, 1);
     assert.match(run.stderr, /short\.json/);
     assert.match(run.stderr, /1 turn/);
   });
 
-  for (const [name, env, args, pattern] of [
-    ["an invalid number", { SPROUT_AGENT_MAX_ROUNDS: "many" }, ["run", "x"], /SPROUT_AGENT_MAX_ROUNDS/],
-    ["an empty number", { SPROUT_AGENT_HOOK_TIMEOUT_MS: "" }, ["run", "x"], /SPROUT_AGENT_HOOK_TIMEOUT_MS/],
-    ["a missing provider", {}, ["run", "x"], /SPROUT_AGENT_PROVIDER/],
-    ["a missing API key", { SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_MODEL: "m" }, ["run", "x"], /ANTHROPIC_API_KEY/],
-    ["an unknown flag", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/dev/null" }, ["run", "--nope", "x"], /--nope/],
-    ["an unreadable script file", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/nonexistent.json" }, ["run", "x"], /nonexistent\.json/],
-    // A valid script: it is read with the rest of the environment, before the MCP configuration.
-    ["an unreadable .mcp.json", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: join(repoRoot, "examples/demo/script.json") }, ["run", "--mcp-config", "/nonexistent.mcp.json", "x"], /nonexistent\.mcp\.json/],
-  ] as Array<[string, Record<string, string>, string[], RegExp]>) {
+  for (
+    const [name, env, args, pattern] of [
+      ["an invalid number", { SPROUT_AGENT_MAX_ROUNDS: "many" }, ["run", "x"], /SPROUT_AGENT_MAX_ROUNDS/],
+      ["an empty number", { SPROUT_AGENT_HOOK_TIMEOUT_MS: "" }, ["run", "x"], /SPROUT_AGENT_HOOK_TIMEOUT_MS/],
+      ["a missing provider", {}, ["run", "x"], /SPROUT_AGENT_PROVIDER/],
+      [
+        "a missing API key",
+        { SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_MODEL: "m" },
+        ["run", "x"],
+        /ANTHROPIC_API_KEY/,
+      ],
+      ["an unknown flag", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/dev/null" }, [
+        "run",
+        "--nope",
+        "x",
+      ], /--nope/],
+      ["an unreadable script file", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/nonexistent.json" }, [
+        "run",
+        "x",
+      ], /nonexistent\.json/],
+      // A valid script: it is read with the rest of the environment, before the MCP configuration.
+      [
+        "an unreadable .mcp.json",
+        { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: join(repoRoot, "examples/demo/script.json") },
+        ["run", "--mcp-config", "/nonexistent.mcp.json", "x"],
+        /nonexistent\.mcp\.json/,
+      ],
+    ] as Array<[string, Record<string, string>, string[], RegExp]>
+  ) {
     test(`exit 2 with a message naming what is wrong: ${name}`, async () => {
       const run = await runCli(args, env);
       assert.equal(run.code, 2, run.stderr);
@@ -150,53 +195,67 @@ describe("cli.ts run", () => {
     writeFileSync(file, JSON.stringify({ mcpServers: { ok: { command: "x", args: "not-an-array" } } }));
     const script = join(dir, "s.json");
     writeFileSync(script, "[]");
-    const run = await runCli(["run", "--mcp-config", file, "x"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script });
+    const run = await runCli(["run", "--mcp-config", file, "x"], {
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: script,
+    });
     assert.equal(run.code, 2);
     assert.match(run.stderr, /bad\.mcp\.json/);
     assert.match(run.stderr, /mcpServers\.ok\.args/);
   });
 
   test("a server that cannot start is a warning naming it, and the run goes on", async () => {
-    await withLlm([{ toolCalls: [{ name: "fx__echo", arguments: { text: "still works" } }] }, { text: "ok" }], async (env) => {
-      const cfg = mcpConfig({ fx: {} }, { broken: { command: "definitely-not-a-command-xyz" } });
-      const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], env);
-      assert.equal(run.code, 0, run.stderr);
-      const warning = run.events.find((e) => e["type"] === "warning");
-      assert.match(String(warning?.["message"]), /broken/);
-      assert.equal(run.events.find((e) => e["type"] === "tool-end")?.["ok"], true);
-    });
+    await withLlm(
+      [{ toolCalls: [{ name: "fx__echo", arguments: { text: "still works" } }] }, { text: "ok" }],
+      async (env) => {
+        const cfg = mcpConfig({ fx: {} }, { broken: { command: "definitely-not-a-command-xyz" } });
+        const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], env);
+        assert.equal(run.code, 0, run.stderr);
+        const warning = run.events.find((e) => e["type"] === "warning");
+        assert.match(String(warning?.["message"]), /broken/);
+        assert.equal(run.events.find((e) => e["type"] === "tool-end")?.["ok"], true);
+      },
+    );
   });
 
   test("API keys never reach a stdio server's environment", async () => {
     await withLlm([{ toolCalls: [{ name: "fx__env", arguments: {} }] }, { text: "ok" }], async (env) => {
       const cfg = mcpConfig({ fx: { OWN_VAR: "mine" } });
-      const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], { ...env, OPENAI_COMPAT_API_KEY: "sk-openai-secret" });
+      const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], {
+        ...env,
+        OPENAI_COMPAT_API_KEY: "sk-openai-secret",
+      });
       assert.equal(run.code, 0, run.stderr);
       const names = String(run.events.find((e) => e["type"] === "tool-end")?.["output"]).split("\n");
       assert.ok(names.includes("OWN_VAR"));
       assert.ok(names.includes("PATH"));
-      for (const secret of ["ANTHROPIC_API_KEY", "OPENAI_COMPAT_API_KEY", "ANTHROPIC_BASE_URL"]) assert.ok(!names.includes(secret), secret);
+      for (const secret of ["ANTHROPIC_API_KEY", "OPENAI_COMPAT_API_KEY", "ANTHROPIC_BASE_URL"]) {
+        assert.ok(!names.includes(secret), secret);
+      }
     });
   });
 
   for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
     test(`${sig} cancels the prompt: exit ${code}, stop reason cancelled, no child process left`, async () => {
-      await withLlm([{ toolCalls: [{ name: "fx__slow", arguments: { ms: 20_000 } }] }, { text: "unused" }], async (env) => {
-        const pidFile = join(dir, `${sig}.pid`);
-        const cfg = mcpConfig({ fx: { FIXTURE_PID_FILE: pidFile } });
-        const started = Date.now();
-        const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], env, {
-          onLine(line, kill) {
-            if (line.includes('"tool-start"')) setTimeout(() => kill(sig), 300);
-          },
-        });
-        assert.equal(run.code, code, run.stderr);
-        assert.ok(Date.now() - started < 15_000);
-        assert.equal(run.events.at(-1)?.["stopReason"], "cancelled");
-        const pid = Number(readFileSync(pidFile, "utf8"));
-        await new Promise((r) => setTimeout(r, 500));
-        assert.ok(!alive(pid), "the MCP server process is gone");
-      });
+      await withLlm(
+        [{ toolCalls: [{ name: "fx__slow", arguments: { ms: 20_000 } }] }, { text: "unused" }],
+        async (env) => {
+          const pidFile = join(dir, `${sig}.pid`);
+          const cfg = mcpConfig({ fx: { FIXTURE_PID_FILE: pidFile } });
+          const started = Date.now();
+          const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], env, {
+            onLine(line, kill) {
+              if (line.includes('"tool-start"')) setTimeout(() => kill(sig), 300);
+            },
+          });
+          assert.equal(run.code, code, run.stderr);
+          assert.ok(Date.now() - started < 15_000);
+          assert.equal(run.events.at(-1)?.["stopReason"], "cancelled");
+          const pid = Number(readFileSync(pidFile, "utf8"));
+          await new Promise((r) => setTimeout(r, 500));
+          assert.ok(!alive(pid), "the MCP server process is gone");
+        },
+      );
     });
   }
 
@@ -217,7 +276,9 @@ describe("cli.ts run", () => {
 
   test("a compaction shows as one line, and _PostCompact output is not shown as an objection", async () => {
     await withLlm(
-      [{ toolCalls: [{ name: "fx__big", arguments: { bytes: 5000 } }] }, { text: "summary of the work" }, { text: "finished" }],
+      [{ toolCalls: [{ name: "fx__big", arguments: { bytes: 5000 } }] }, { text: "summary of the work" }, {
+        text: "finished",
+      }],
       async (env) => {
         const cfg = mcpConfig({ fx: { FIXTURE_POSTCOMPACT: "# Todo List\n[ ] 1. keep going" } });
         const run = await runCli(["run", "--mcp-config", cfg, "go"], {
@@ -255,11 +316,18 @@ describe("cli.ts run", () => {
     });
   });
 
-  test("colour on a terminal, none with NO_COLOR", { skip: !existsSync("/usr/bin/script") && "needs script(1) for a pseudo-terminal" }, async () => {
+  test("colour on a terminal, none with NO_COLOR", {
+    skip: !existsSync("/usr/bin/script") && "needs script(1) for a pseudo-terminal",
+  }, async () => {
     const script = join(dir, "colour.json");
-    writeFileSync(script, JSON.stringify([{ toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }] }, { text: "done" }]));
+    writeFileSync(
+      script,
+      JSON.stringify([{ toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }] }, { text: "done" }]),
+    );
     const cfg = mcpConfig({ fx: {} });
-    const argv = [...tsCommand(join(repoRoot, "cli.ts")), "run", "--mcp-config", cfg, "go"].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
+    const argv = [...tsCommand(join(repoRoot, "cli.ts")), "run", "--mcp-config", cfg, "go"].map((a) =>
+      `'${a.replaceAll("'", "'\\''")}'`
+    ).join(" ");
     const runInTerminal = (noColor: string) =>
       new Promise<string>((resolve) => {
         const env = baseEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script, NO_COLOR: noColor });
@@ -269,7 +337,9 @@ describe("cli.ts run", () => {
         child.stdin.end();
         child.on("close", () => resolve(out));
       });
+    // deno-lint-ignore no-control-regex
     assert.match(await runInTerminal(""), /\x1b\[32m✓\x1b\[0m fx__echo/);
+    // deno-lint-ignore no-control-regex
     assert.doesNotMatch(await runInTerminal("1"), /\x1b\[/);
   });
 

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any
 /**
  * Output is never lost (issue 9): the real CLI, under the runtime running this file, writes
  * 300 KB of `--json` (and ACP responses over 64 KiB) into a pipe whose reader starts late, as
@@ -107,7 +108,9 @@ function checkJsonStream(run: SlowRun): Record<string, unknown> {
     try {
       return JSON.parse(line) as Record<string, unknown>;
     } catch {
-      return assert.fail(`line ${i + 1} of ${run.stdout.length} bytes is not JSON: ${line.slice(0, 80)}…${line.slice(-80)}`);
+      return assert.fail(
+        `line ${i + 1} of ${run.stdout.length} bytes is not JSON: ${line.slice(0, 80)}…${line.slice(-80)}`,
+      );
     }
   });
   const text = events.filter((e) => e["type"] === "text-delta").map((e) => e["text"]).join("");
@@ -122,9 +125,13 @@ describe("output is never lost behind a slow reader (cli.ts run --json)", () => 
     const ok = scriptFile("ok.json", [{ text: LONG_TEXT }]);
     // The unknown tool gets an error result; the second turn is missing: exit 1.
     const fails = scriptFile("fails.json", [{ text: LONG_TEXT, toolCalls: [{ name: "nope__tool" }] }]);
-    const [done, failed] = await Promise.all([ok, fails].map((script) =>
-      behindSlowReader(["run", "--json", "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script }, { delayMs: 1000 })
-    ));
+    const [done, failed] = await Promise.all(
+      [ok, fails].map((script) =>
+        behindSlowReader(["run", "--json", "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script }, {
+          delayMs: 1000,
+        })
+      ),
+    );
     assert.equal(done!.code, 0, done!.stderr);
     const result = checkJsonStream(done!);
     assert.equal(result["type"], "result");
@@ -139,11 +146,20 @@ describe("output is never lost behind a slow reader (cli.ts run --json)", () => 
     const runs = await Promise.all((["SIGINT", "SIGTERM"] as const).map((signal) => {
       const log = join(dir, `${signal}.log`);
       const cfg = fixtureConfig(dir, { fx: { FIXTURE_LOG: log } });
-      const script = scriptFile(`${signal}.json`, [{ text: LONG_TEXT, toolCalls: [{ name: "fx__slow", arguments: { ms: 30_000 } }] }, { text: "unused" }]);
-      return behindSlowReader(["run", "--json", "--mcp-config", cfg, "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script }, {
+      const script = scriptFile(`${signal}.json`, [{
+        text: LONG_TEXT,
+        toolCalls: [{ name: "fx__slow", arguments: { ms: 30_000 } }],
+      }, { text: "unused" }]);
+      return behindSlowReader(["run", "--json", "--mcp-config", cfg, "go"], {
+        SPROUT_AGENT_PROVIDER: "scripted",
+        SPROUT_AGENT_SCRIPT: script,
+      }, {
         delayMs: 1000,
         async whileRunning(pid) {
-          assert.ok(await until(() => existsSync(log) && readFileSync(log, "utf8").includes('"slow"'), 30_000), "the slow tool was called");
+          assert.ok(
+            await until(() => existsSync(log) && readFileSync(log, "utf8").includes('"slow"'), 30_000),
+            "the slow tool was called",
+          );
           process.kill(pid, signal);
         },
       });
@@ -159,7 +175,16 @@ describe("output is never lost behind a slow reader (cli.ts run --json)", () => 
   test("| head -n 1: the agent ends at once with 141 when the reader goes, no EPIPE trace on stderr", async () => {
     const script = scriptFile("head.json", [{ text: LONG_TEXT }]);
     const run = mkdtempSync(join(dir, "head-"));
-    const child = spawn("sh", ["-c", `d=$1; shift; { sh -c 'exec "$@"' sh "$@"; echo $? > "$d/code"; } | head -n 1`, "sh", run, ...tsCommand(join(repoRoot, "cli.ts")), "run", "--json", "go"], {
+    const child = spawn("sh", [
+      "-c",
+      `d=$1; shift; { sh -c 'exec "$@"' sh "$@"; echo $? > "$d/code"; } | head -n 1`,
+      "sh",
+      run,
+      ...tsCommand(join(repoRoot, "cli.ts")),
+      "run",
+      "--json",
+      "go",
+    ], {
       cwd: dir,
       env: cleanEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script }),
       stdio: ["ignore", "pipe", "pipe"],
@@ -182,10 +207,24 @@ describe("output is never lost behind a slow reader (cli.ts acp)", () => {
     // Four error responses of ~100 KB each (the unknown session id is quoted back), then EOF.
     const ids = [1, 2, 3, 4].map((n) => `ses_${String(n).repeat(100_000)}`);
     const requests = ids.map((sessionId, i) =>
-      JSON.stringify({ jsonrpc: "2.0", id: i + 1, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "hi" }] } })
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: i + 1,
+        method: "session/prompt",
+        params: { sessionId, prompt: [{ type: "text", text: "hi" }] },
+      })
     );
     const expected = ids.map((sessionId, i) =>
-      `${JSON.stringify({ jsonrpc: "2.0", id: i + 1, error: { code: -32602, message: `Invalid params for session/prompt: unknown session ${JSON.stringify(sessionId)}` } })}\n`
+      `${
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: i + 1,
+          error: {
+            code: -32602,
+            message: `Invalid params for session/prompt: unknown session ${JSON.stringify(sessionId)}`,
+          },
+        })
+      }\n`
     ).join("");
     const script = scriptFile("acp.json", [{ text: "unused" }]);
     const run = await behindSlowReader(["acp"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script }, {
@@ -228,7 +267,10 @@ describe("acp: stdout carries JSON-RPC only", () => {
           }
         });
       const response = async (id: number) => {
-        assert.ok(await until(() => lines().some((m) => m.id === id), 30_000), `response ${id}; stdout: ${stdout.slice(0, 500)}; stderr: ${stderr}`);
+        assert.ok(
+          await until(() => lines().some((m) => m.id === id), 30_000),
+          `response ${id}; stdout: ${stdout.slice(0, 500)}; stderr: ${stderr}`,
+        );
         return lines().find((m) => m.id === id)!;
       };
       const send = (m: Record<string, unknown>) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...m })}\n`);

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing.ts";
 import { runCli } from "./helpers/cli.ts";
-import { startServer, type StartedServer } from "./helpers/hook-servers.ts";
+import { type StartedServer, startServer } from "./helpers/hook-servers.ts";
 import { processesMatching } from "./helpers/processes.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
@@ -40,12 +40,15 @@ function newProject(): string {
   );
   const [command, ...args] = tsCommand(join(repoRoot, "servers/test-gate/stdio.ts"));
   const config = join(project, "..", `mcp-${Math.random().toString(16).slice(2)}.json`);
-  writeFileSync(config, JSON.stringify({
-    mcpServers: {
-      todo: { type: "http", url: todo.url },
-      tests: { command, args: [...args, "--cmd", `${repoRoot}node_modules/.bin/bun test`, "--cwd", project] },
-    },
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      mcpServers: {
+        todo: { type: "http", url: todo.url },
+        tests: { command, args: [...args, "--cmd", `${repoRoot}node_modules/.bin/bun test`, "--cwd", project] },
+      },
+    }),
+  );
   return config;
 }
 
@@ -83,9 +86,22 @@ describe("agent CLI with the example hook servers", () => {
       });
       try {
         const env: Record<string, string> = wire === "anthropic"
-          ? { SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_API_KEY: "k", ANTHROPIC_MODEL: "m", ANTHROPIC_BASE_URL: llm.anthropicBaseUrl }
-          : { SPROUT_AGENT_PROVIDER: "openai", OPENAI_COMPAT_API_KEY: "k", OPENAI_COMPAT_MODEL: "m", OPENAI_COMPAT_BASE_URL: llm.openaiBaseUrl };
-        const run = await runCli(["run", "--json", "--mcp-config", config, "Make the tests pass"], { ...env, MCP_HOOK_SERVERS: "todo,tests" }, { cwd: project, timeoutMs: 90_000 });
+          ? {
+            SPROUT_AGENT_PROVIDER: "anthropic",
+            ANTHROPIC_API_KEY: "k",
+            ANTHROPIC_MODEL: "m",
+            ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+          }
+          : {
+            SPROUT_AGENT_PROVIDER: "openai",
+            OPENAI_COMPAT_API_KEY: "k",
+            OPENAI_COMPAT_MODEL: "m",
+            OPENAI_COMPAT_BASE_URL: llm.openaiBaseUrl,
+          };
+        const run = await runCli(["run", "--json", "--mcp-config", config, "Make the tests pass"], {
+          ...env,
+          MCP_HOOK_SERVERS: "todo,tests",
+        }, { cwd: project, timeoutMs: 90_000 });
         assert.equal(run.code, 0, run.stderr);
         assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), []);
         assert.equal(llm.requests.length, 5);
@@ -111,12 +127,25 @@ describe("agent CLI with the example hook servers", () => {
     const marker = `${37 + Math.floor(Math.random() * 1000) / 1000}`;
     const [command, ...args] = tsCommand(join(repoRoot, "servers/test-gate/stdio.ts"));
     const config = join(dir, `mcp-timeout-${marker}.json`);
-    writeFileSync(config, JSON.stringify({ mcpServers: { tests: { command, args: [...args, "--cmd", `sleep ${marker}`, "--cwd", project] } } }));
-    const llm = await startFakeLlm({ responses: [{ toolCalls: [{ name: "tests__run_tests", arguments: {} }] }, { text: "gave up" }] });
+    writeFileSync(
+      config,
+      JSON.stringify({
+        mcpServers: { tests: { command, args: [...args, "--cmd", `sleep ${marker}`, "--cwd", project] } },
+      }),
+    );
+    const llm = await startFakeLlm({
+      responses: [{ toolCalls: [{ name: "tests__run_tests", arguments: {} }] }, { text: "gave up" }],
+    });
     try {
       const run = await runCli(
         ["run", "--json", "--mcp-config", config, "go"],
-        { SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_API_KEY: "k", ANTHROPIC_MODEL: "m", ANTHROPIC_BASE_URL: llm.anthropicBaseUrl, SPROUT_AGENT_TOOL_TIMEOUT_SECS: "2" },
+        {
+          SPROUT_AGENT_PROVIDER: "anthropic",
+          ANTHROPIC_API_KEY: "k",
+          ANTHROPIC_MODEL: "m",
+          ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+          SPROUT_AGENT_TOOL_TIMEOUT_SECS: "2",
+        },
         { cwd: project, timeoutMs: 60_000 },
       );
       assert.equal(run.code, 0, run.stderr);
@@ -124,7 +153,9 @@ describe("agent CLI with the example hook servers", () => {
       assert.match(String(end?.["output"]), /timed out after 2 s/);
       // test-gate stops its run on SIGTERM; give it time on a loaded machine before judging.
       const deadline = Date.now() + 5000;
-      while (processesMatching(`sleep ${marker}`).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      while (processesMatching(`sleep ${marker}`).length > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
       assert.deepEqual(processesMatching(`sleep ${marker}`), [], "the test run was stopped with its server");
     } finally {
       await llm.close();
@@ -137,7 +168,12 @@ describe("agent CLI with the example hook servers", () => {
     try {
       const run = await runCli(
         ["run", "--json", "--mcp-config", config, "go"],
-        { SPROUT_AGENT_PROVIDER: "anthropic", ANTHROPIC_API_KEY: "k", ANTHROPIC_MODEL: "m", ANTHROPIC_BASE_URL: llm.anthropicBaseUrl },
+        {
+          SPROUT_AGENT_PROVIDER: "anthropic",
+          ANTHROPIC_API_KEY: "k",
+          ANTHROPIC_MODEL: "m",
+          ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+        },
         { cwd: project, timeoutMs: 60_000 },
       );
       assert.equal(run.code, 0, run.stderr);

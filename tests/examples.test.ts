@@ -15,7 +15,11 @@ describe("README examples", { skip: !runsOnce && "runs once, under bun" }, () =>
     assert.match(readme, /cli\.ts run --mcp-config examples\/hello\/mcp\.json "List the files, then finish"/);
     const run = await runCli(
       ["run", "--mcp-config", "examples/hello/mcp.json", "List the files, then finish"],
-      { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "examples/hello/script.json", MCP_HOOK_SERVERS: "todo" },
+      {
+        SPROUT_AGENT_PROVIDER: "scripted",
+        SPROUT_AGENT_SCRIPT: "examples/hello/script.json",
+        MCP_HOOK_SERVERS: "todo",
+      },
       { cwd: repoRoot, timeoutMs: 90_000 },
     );
     assert.equal(run.code, 0, run.stderr);

@@ -6,13 +6,13 @@ import { join } from "node:path";
 import process from "node:process";
 import { numberedCallId } from "../lib/call-ids.ts";
 import { HOOK_POINTS, hookMeta } from "../lib/hook-points.ts";
-import { HookRunner, injectionItems, type HookResult } from "../lib/hooks.ts";
+import { type HookResult, HookRunner, injectionItems } from "../lib/hooks.ts";
 import type { HistoryItem } from "../lib/types.ts";
 import { parseHookServers } from "../lib/config.ts";
 import type { AgentEvent } from "../lib/events.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
-import { FakeRpcError, FakeServer, fakeConnect, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";
+import { fakeConnect, FakeRpcError, FakeServer, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 import { createHookApp } from "./fixtures/registry/http-app.ts";
 import { alive } from "./helpers/processes.ts";
@@ -33,7 +33,10 @@ async function setup(
   return { registry, hooks, events };
 }
 
-function stopServer(name: string, answer: () => ReturnType<typeof text> | Promise<ReturnType<typeof text>>): FakeServer {
+function stopServer(
+  name: string,
+  answer: () => ReturnType<typeof text> | Promise<ReturnType<typeof text>>,
+): FakeServer {
   return new FakeServer(name, ["work", "_Stop"], { _Stop: answer });
 }
 
@@ -121,7 +124,9 @@ describe("hooks: calling (SPEC 4)", () => {
       await hooks.run("_PostCompact", { round: 5, rejectionsUsed: 1, rejectionsLeft: 2 });
       assert.deepEqual(a.calls.map((c) => [c.tool, c.args, c.meta]), [
         ["_Stop", {}, { "sprout-agent/hook": { event: "Stop", round: 4, rejectionsUsed: 1, rejectionsLeft: 2 } }],
-        ["_PostCompact", {}, { "sprout-agent/hook": { event: "PostCompact", round: 5, rejectionsUsed: 1, rejectionsLeft: 2 } }],
+        ["_PostCompact", {}, {
+          "sprout-agent/hook": { event: "PostCompact", round: 5, rejectionsUsed: 1, rejectionsLeft: 2 },
+        }],
       ]);
     } finally {
       await registry.close();
@@ -129,13 +134,19 @@ describe("hooks: calling (SPEC 4)", () => {
   });
 
   test("fire() runs the point and returns the injection items of the outputs only", async () => {
-    const { registry, hooks } = await setup([stopServer("a", () => text("open todos")), stopServer("b", () => text(""))]);
+    const { registry, hooks } = await setup([
+      stopServer("a", () => text("open todos")),
+      stopServer("b", () => text("")),
+    ]);
     try {
       const { results, injected, items } = await hooks.fire("_Stop", hookMeta(2, 0, 3));
       assert.deepEqual(results.map((r) => r.outcome), ["objection", "none"]);
       assert.deepEqual(injected.map((r) => r.server), ["a"]);
       assert.equal(items.length, 2);
-      assert.equal(items[0]!.role === "assistant" && items[0]!.toolCalls[0]!.name, registry.qualifiedName("a", "_Stop"));
+      assert.equal(
+        items[0]!.role === "assistant" && items[0]!.toolCalls[0]!.name,
+        registry.qualifiedName("a", "_Stop"),
+      );
       assert.deepEqual(hookMeta(4, 3, 3), { round: 4, rejectionsUsed: 3, rejectionsLeft: 0 });
     } finally {
       await registry.close();
@@ -145,15 +156,27 @@ describe("hooks: calling (SPEC 4)", () => {
   test("the hook points live in lib/hook-points.ts: no other lib/ file names a hook's _meta event or tests a hook's name", () => {
     const files = readdirSync(join(repoRoot, "lib"), { recursive: true }).map(String)
       .filter((f) => f.endsWith(".ts") && !["hook-points.ts", "testing.ts", "_fake_llm_wire.ts"].includes(f));
-    const bad = files.filter((f) => /"(Stop|PostCompact)"|hook === "_/.test(readFileSync(join(repoRoot, "lib", f), "utf8")));
+    const bad = files.filter((f) =>
+      /"(Stop|PostCompact)"|hook === "_/.test(readFileSync(join(repoRoot, "lib", f), "utf8"))
+    );
     assert.deepEqual(bad, []);
-    for (const [name, point] of Object.entries(HOOK_POINTS)) assert.equal(`_${point.event}`, name, "the _meta event is the hook name without its underscore");
+    for (const [name, point] of Object.entries(HOOK_POINTS)) {
+      assert.equal(`_${point.event}`, name, "the _meta event is the hook name without its underscore");
+    }
     assert.equal(HOOK_POINTS._Stop.effect, "objection");
     assert.equal(HOOK_POINTS._PostCompact.effect, "injection");
   });
 
   test("text blocks are joined with newlines and capped at 16 KiB without splitting a character", async () => {
-    const a = stopServer("a", () => ({ content: [{ type: "text", text: "one" }, { type: "image", data: "AA==", mimeType: "image/png" }, { type: "text", text: "two" }] }));
+    const a = stopServer(
+      "a",
+      () => ({
+        content: [{ type: "text", text: "one" }, { type: "image", data: "AA==", mimeType: "image/png" }, {
+          type: "text",
+          text: "two",
+        }],
+      }),
+    );
     const b = stopServer("b", () => text("ü".repeat(20_000)));
     const { registry, hooks } = await setup([a, b]);
     try {
@@ -261,7 +284,11 @@ describe("hooks: calling (SPEC 4)", () => {
       assert.equal(a.connections[0]!.killed, true);
       assert.equal(hooks.consecutiveTimeouts("a"), 0);
       assert.deepEqual(registry.hookServers("_Stop"), ["b"]);
-      assert.deepEqual((await hooks.run("_Stop", meta)).map((r) => r.server), ["b"], "a dead server's hooks are skipped");
+      assert.deepEqual(
+        (await hooks.run("_Stop", meta)).map((r) => r.server),
+        ["b"],
+        "a dead server's hooks are skipped",
+      );
       assert.equal(a.connections.length, 1, "hook calls never restart a server");
       assert.ok(warnings(events).some((m) => m.includes("(2/2)")));
     } finally {
@@ -294,7 +321,10 @@ describe("hooks: injection (SPEC 7)", () => {
       assert.equal(items.length, 4);
       const [call1, result1, call2, result2] = items;
       assert.equal(call1!.role, "assistant");
-      if (call1!.role !== "assistant" || result1!.role !== "tool" || call2!.role !== "assistant" || result2!.role !== "tool") {
+      if (
+        call1!.role !== "assistant" || result1!.role !== "tool" || call2!.role !== "assistant" ||
+        result2!.role !== "tool"
+      ) {
         throw new Error("wrong roles");
       }
       assert.equal(call1!.text, "");
@@ -348,7 +378,12 @@ describe("hooks: injection (SPEC 7)", () => {
       const history: HistoryItem[] = [
         { role: "user", text: "go" },
         { role: "assistant", text: "", toolCalls: taken.map((id) => ({ id, name: "fx__echo", arguments: {} })) },
-        ...taken.map((id): HistoryItem => ({ role: "tool", toolCallId: id, content: [{ type: "text", text: "ok" }], isError: false })),
+        ...taken.map((id): HistoryItem => ({
+          role: "tool",
+          toolCallId: id,
+          content: [{ type: "text", text: "ok" }],
+          isError: false,
+        })),
       ];
       const items = injectionItems("_Stop", [objection("todo", "y"), objection("todo", "z")], registry, history);
       const ids = items.flatMap((i) => i.role === "assistant" ? i.toolCalls.map((c) => c.id) : []);
@@ -397,7 +432,6 @@ function logLines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : [];
 }
 
-
 describe("hooks against real SDK stdio servers (CASES C04)", () => {
   const dir = mkdtempSync(join(tmpdir(), "sprout-hooks-"));
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -410,7 +444,12 @@ describe("hooks against real SDK stdio servers (CASES C04)", () => {
     });
     assert.deepEqual(failures, []);
     const events: AgentEvent[] = [];
-    const hooks = new HookRunner({ registry, allow: parseHookServers("*"), timeoutMs: 2500, onEvent: (e) => events.push(e) });
+    const hooks = new HookRunner({
+      registry,
+      allow: parseHookServers("*"),
+      timeoutMs: 2500,
+      onEvent: (e) => events.push(e),
+    });
     return { registry, hooks, events };
   }
 

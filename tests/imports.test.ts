@@ -62,14 +62,18 @@ describe("import graph of mod.ts", () => {
     const bad: string[] = [];
     for (const file of libFiles) {
       for (const s of specifiers(readFileSync(file, "utf8"))) {
-        if (!(s.startsWith("node:") || (s.startsWith(".") && s.endsWith(".ts")))) bad.push(`${relative(repoRoot, file)} imports ${JSON.stringify(s)}`);
+        if (!(s.startsWith("node:") || (s.startsWith(".") && s.endsWith(".ts")))) {
+          bad.push(`${relative(repoRoot, file)} imports ${JSON.stringify(s)}`);
+        }
       }
     }
     assert.deepEqual(bad, []);
   });
 
   test("the specifier scanner sees every import form", () => {
-    const specs = specifiers(`import a from "./a.ts";\nimport type { B } from "./b.ts";\nexport * from "./c.ts";\nimport "zod";\nconst d = await import("./d.ts");`);
+    const specs = specifiers(
+      `import a from "./a.ts";\nimport type { B } from "./b.ts";\nexport * from "./c.ts";\nimport "zod";\nconst d = await import("./d.ts");`,
+    );
     assert.deepEqual(specs.sort(), ["./a.ts", "./b.ts", "./c.ts", "./d.ts", "zod"]);
   });
 });
@@ -121,7 +125,9 @@ function layeringProblems(edges: Map<string, string[]>): string[] {
   const fakeUsers = new Set([...fake, "lib/testing.ts", "testing.ts"]);
   for (const [file, targets] of edges) {
     for (const target of targets) {
-      if (file.startsWith("lib/mcp/") && target.startsWith("lib/llm/")) problems.push(`${file} (lib/mcp) imports ${target} (lib/llm)`);
+      if (file.startsWith("lib/mcp/") && target.startsWith("lib/llm/")) {
+        problems.push(`${file} (lib/mcp) imports ${target} (lib/llm)`);
+      }
       if (fake.has(target) && !fakeUsers.has(file)) problems.push(`${file} imports the fake LLM's ${target}`);
     }
   }

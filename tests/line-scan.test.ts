@@ -26,7 +26,9 @@ describe("JsonIdScanner", () => {
   });
 
   test("ignores id keys nested in the result and inside strings", () => {
-    const s = scan('{"jsonrpc":"2.0","result":{"id":99,"content":[{"type":"text","text":"\\"id\\":5, \\"method\\":1"}]},"id":3}');
+    const s = scan(
+      '{"jsonrpc":"2.0","result":{"id":99,"content":[{"type":"text","text":"\\"id\\":5, \\"method\\":1"}]},"id":3}',
+    );
     assert.equal(s.id, 3);
     assert.equal(s.hasMethod, false);
     assert.equal(s.hasResult, true);
@@ -44,14 +46,14 @@ describe("JsonIdScanner", () => {
 
   test("an id that is an object, or no JSON at all, gives no id", () => {
     assert.equal(scan('{"id":{"x":1},"result":{}}').id, undefined);
-    assert.equal(scan("not json at all, \"id\": 5").id, undefined);
+    assert.equal(scan('not json at all, "id": 5').id, undefined);
     assert.equal(scan('{"error":{"code":-1,"message":"x"},"id":null}').id, undefined);
   });
 
   test("keeps constant memory over a multi-megabyte value with multi-byte characters", () => {
     const s = new JsonIdScanner();
     s.push(encoder.encode('{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"'));
-    const chunk = encoder.encode("é世🎉\\\"".repeat(10_000));
+    const chunk = encoder.encode('é世🎉\\"'.repeat(10_000));
     for (let i = 0; i < 50; i++) s.push(chunk);
     s.push(encoder.encode('"}]},"id":42}'));
     assert.equal(s.id, 42);

@@ -1,4 +1,4 @@
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { AgentError } from "../lib/errors.ts";
 import { createAnthropicModel, toAnthropicMessages } from "../lib/llm/anthropic.ts";
@@ -7,16 +7,30 @@ import type { HistoryItem, LlmRequest, Model, ToolDef } from "../lib/types.ts";
 
 const KEY = "sk-ant-test-secret-123";
 const FAST = { baseDelayMs: 10, maxDelayMs: 40 };
-const TOOL: ToolDef = { name: "fs__read", description: "Read a file", inputSchema: { type: "object", properties: { path: { type: "string" } } } };
+const TOOL: ToolDef = {
+  name: "fs__read",
+  description: "Read a file",
+  inputSchema: { type: "object", properties: { path: { type: "string" } } },
+};
 
 function request(history: HistoryItem[], extra: Partial<LlmRequest> = {}): LlmRequest {
   return { system: "be brief", history, tools: [TOOL], maxOutputTokens: 1000, ...extra };
 }
 
-async function withFake<T>(responses: FakeTurn[], run: (llm: FakeLlm, model: Model) => Promise<T>, retry = FAST): Promise<T> {
+async function withFake<T>(
+  responses: FakeTurn[],
+  run: (llm: FakeLlm, model: Model) => Promise<T>,
+  retry = FAST,
+): Promise<T> {
   const llm = await startFakeLlm({ responses });
   try {
-    const model = createAnthropicModel({ apiKey: KEY, model: "claude-test", baseUrl: llm.anthropicBaseUrl, apiVersion: "2023-06-01", retry });
+    const model = createAnthropicModel({
+      apiKey: KEY,
+      model: "claude-test",
+      baseUrl: llm.anthropicBaseUrl,
+      apiVersion: "2023-06-01",
+      retry,
+    });
     return await run(llm, model);
   } finally {
     await llm.close();
@@ -50,7 +64,11 @@ describe("Anthropic client: request shape", () => {
   test("C21 three results of parallel calls go in one user message in call order, user text after them", () => {
     const history: HistoryItem[] = [
       { role: "user", text: "go" },
-      { role: "assistant", text: "", toolCalls: ["t1", "t2", "t3"].map((id) => ({ id, name: "fs__read", arguments: { path: id } })) },
+      {
+        role: "assistant",
+        text: "",
+        toolCalls: ["t1", "t2", "t3"].map((id) => ({ id, name: "fs__read", arguments: { path: id } })),
+      },
       { role: "tool", toolCallId: "t1", content: [{ type: "text", text: "one" }], isError: false },
       { role: "tool", toolCallId: "t2", content: [{ type: "text", text: "two" }], isError: false },
       { role: "tool", toolCallId: "t3", content: [{ type: "text", text: "three" }], isError: false },
@@ -62,15 +80,32 @@ describe("Anthropic client: request shape", () => {
     assert.equal(results.role, "user");
     assert.deepEqual(results.content.map((b) => b["tool_use_id"] ?? b["text"]), ["t1", "t2", "t3", "and now?"]);
     assert.deepEqual(messages[1]!.content.map((b) => b["type"]), ["tool_use", "tool_use", "tool_use"]);
-    assert.deepEqual(validateAnthropicRequest({ model: "m", max_tokens: 1, tools: [{ name: "fs__read", input_schema: { type: "object" } }], messages }), []);
+    assert.deepEqual(
+      validateAnthropicRequest({
+        model: "m",
+        max_tokens: 1,
+        tools: [{ name: "fs__read", input_schema: { type: "object" } }],
+        messages,
+      }),
+      [],
+    );
   });
 
   test("C23 no empty or whitespace-only text block is ever sent", async () => {
     const history: HistoryItem[] = [
       { role: "user", text: "go" },
-      { role: "assistant", text: "", toolCalls: [{ id: "a", name: "fs__read", arguments: {} }, { id: "b", name: "fs__read", arguments: {} }] },
+      {
+        role: "assistant",
+        text: "",
+        toolCalls: [{ id: "a", name: "fs__read", arguments: {} }, { id: "b", name: "fs__read", arguments: {} }],
+      },
       { role: "tool", toolCallId: "a", content: [{ type: "text", text: "" }], isError: false },
-      { role: "tool", toolCallId: "b", content: [{ type: "text", text: "  " }, { type: "text", text: "" }], isError: false },
+      {
+        role: "tool",
+        toolCallId: "b",
+        content: [{ type: "text", text: "  " }, { type: "text", text: "" }],
+        isError: false,
+      },
       { role: "assistant", text: "  \n", toolCalls: [] },
       { role: "user", text: " " },
       { role: "user", text: "continue" },
@@ -89,7 +124,12 @@ describe("Anthropic client: request shape", () => {
     const messages = toAnthropicMessages([
       { role: "user", text: "read" },
       { role: "assistant", text: "", toolCalls: [{ id: "x", name: "fs__read", arguments: { path: "/etc/shadow" } }] },
-      { role: "tool", toolCallId: "x", content: [{ type: "text", text: "permission denied: /etc/shadow" }], isError: true },
+      {
+        role: "tool",
+        toolCallId: "x",
+        content: [{ type: "text", text: "permission denied: /etc/shadow" }],
+        isError: true,
+      },
     ], true);
     assert.deepEqual(messages[2]!.content, [{
       type: "tool_result",
@@ -103,7 +143,12 @@ describe("Anthropic client: request shape", () => {
     const messages = toAnthropicMessages([
       { role: "user", text: "shot" },
       { role: "assistant", text: "", toolCalls: [{ id: "x", name: "fs__read", arguments: {} }] },
-      { role: "tool", toolCallId: "x", content: [{ type: "image", mimeType: "image/png", data: "iVBORw0K" }], isError: false },
+      {
+        role: "tool",
+        toolCallId: "x",
+        content: [{ type: "image", mimeType: "image/png", data: "iVBORw0K" }],
+        isError: false,
+      },
     ], true);
     assert.deepEqual((messages[2]!.content[0]!["content"] as unknown[])[0], {
       type: "image",
@@ -116,8 +161,17 @@ describe("Anthropic client: request shape", () => {
     const history: HistoryItem[] = [
       { role: "user", text: "fix it" },
       { role: "assistant", text: "done", toolCalls: [] },
-      { role: "assistant", text: "", toolCalls: [{ id: "sprout_hook__Stop_gate_1", name: "gate___Stop", arguments: {} }] },
-      { role: "tool", toolCallId: "sprout_hook__Stop_gate_1", content: [{ type: "text", text: hookJson }], isError: false },
+      {
+        role: "assistant",
+        text: "",
+        toolCalls: [{ id: "sprout_hook__Stop_gate_1", name: "gate___Stop", arguments: {} }],
+      },
+      {
+        role: "tool",
+        toolCallId: "sprout_hook__Stop_gate_1",
+        content: [{ type: "text", text: hookJson }],
+        isError: false,
+      },
     ];
     await withFake([{ text: "fixed" }], async (llm, model) => {
       await model.complete(request(history, { tools: [] }));
@@ -126,7 +180,10 @@ describe("Anthropic client: request shape", () => {
       assert.equal(sent.body["tools"], undefined);
       assert.deepEqual(sent.body["messages"], [
         { role: "user", content: [{ type: "text", text: "fix it" }] },
-        { role: "assistant", content: [{ type: "text", text: "done" }, { type: "text", text: "[tool call gate___Stop {}]" }] },
+        {
+          role: "assistant",
+          content: [{ type: "text", text: "done" }, { type: "text", text: "[tool call gate___Stop {}]" }],
+        },
         { role: "user", content: [{ type: "text", text: hookJson }] },
       ]);
     });
@@ -144,7 +201,10 @@ describe("Anthropic client: request shape", () => {
   });
 
   test("a history starting with an assistant message gets a user message first", () => {
-    const messages = toAnthropicMessages([{ role: "assistant", text: "hi", toolCalls: [] }, { role: "user", text: "x" }], true);
+    const messages = toAnthropicMessages([{ role: "assistant", text: "hi", toolCalls: [] }, {
+      role: "user",
+      text: "x",
+    }], true);
     assert.equal(messages[0]!.role, "user");
   });
 });
@@ -174,7 +234,10 @@ describe("Anthropic client: streaming and parsing", () => {
   });
 
   test("usage input counts input + cache read + cache creation (100 + 900 + 50 = 1050)", async () => {
-    await withFake([{ text: "x", usage: { inputTokens: 100, cacheReadTokens: 900, cacheCreationTokens: 50, outputTokens: 7 } }], async (_l, model) => {
+    await withFake([{
+      text: "x",
+      usage: { inputTokens: 100, cacheReadTokens: 900, cacheCreationTokens: 50, outputTokens: 7 },
+    }], async (_l, model) => {
       const reply = await model.complete(request(hello));
       assert.deepEqual(reply.usage, { inputTokens: 1050, outputTokens: 7 });
     });
@@ -197,7 +260,11 @@ describe("Anthropic client: streaming and parsing", () => {
   });
 
   test("a response cut by the length limit inside a tool call reports max_tokens and records the bad arguments", async () => {
-    await withFake([{ text: "t", toolCalls: [{ name: "fs__read", arguments: { path: "long/path/name" } }], truncateInToolCall: true }], async (_l, model) => {
+    await withFake([{
+      text: "t",
+      toolCalls: [{ name: "fs__read", arguments: { path: "long/path/name" } }],
+      truncateInToolCall: true,
+    }], async (_l, model) => {
       const reply = await model.complete(request(hello));
       assert.equal(reply.stop, "max_tokens");
       assert.equal(reply.toolCalls.length, 1);
@@ -222,14 +289,18 @@ describe("Anthropic client: streaming and parsing", () => {
       const paused = await model.complete(request(hello));
       assert.equal(paused.stop, "pause_turn");
       assert.deepEqual(paused.native, { provider: "anthropic", content: [{ type: "text", text: "e" }] });
-      await model.complete(request([...hello, { role: "assistant", text: "e", toolCalls: [], native: paused.native! }]));
+      await model.complete(
+        request([...hello, { role: "assistant", text: "e", toolCalls: [], native: paused.native! }]),
+      );
       const last = llm.requests.at(-1)!.body["messages"] as { role: string; content: unknown }[];
       assert.deepEqual(last.at(-1), { role: "assistant", content: [{ type: "text", text: "e" }] });
     });
   });
 
   test("a JSON (non-streamed) answer is read too", async () => {
-    const llm = await startFakeLlm({ responses: [{ text: "plain", toolCalls: [{ name: "fs__read", arguments: { path: "p" } }] }] });
+    const llm = await startFakeLlm({
+      responses: [{ text: "plain", toolCalls: [{ name: "fs__read", arguments: { path: "p" } }] }],
+    });
     try {
       const fetchNoStream: typeof fetch = (url, init) => {
         const body = JSON.parse(String(init?.body));
@@ -270,13 +341,19 @@ describe("Anthropic client: C24 retries", () => {
   });
 
   test("C24 (3) 400 invalid_request_error is not retried and the error is shown", async () => {
-    await withFake([{ status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long" } } }], async (llm, model) => {
+    await withFake([{
+      status: 400,
+      body: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long" } },
+    }], async (llm, model) => {
       const error = await model.complete(request(hello)).catch((e: unknown) => e);
       assert.equal(llm.requests.length, 1);
       assert.ok(error instanceof AgentError);
       assert.equal(error.code, "llm");
       assert.equal(error.status, 400);
-      assert.equal(error.message, "Anthropic request failed with status 400: invalid_request_error: prompt is too long");
+      assert.equal(
+        error.message,
+        "Anthropic request failed with status 400: invalid_request_error: prompt is too long",
+      );
     });
   });
 
@@ -292,14 +369,17 @@ describe("Anthropic client: C24 retries", () => {
   });
 
   test("C24 (4) an overloaded_error event mid-stream retries the whole request", async () => {
-    await withFake([{ streamError: "overloaded_error", text: "half " }, { text: "whole answer" }], async (llm, model) => {
-      const deltas: string[] = [];
-      const reply = await model.complete(request(hello, { onTextDelta: (t) => deltas.push(t) }));
-      assert.equal(llm.requests.length, 2);
-      assert.equal(reply.text, "whole answer");
-      // Deltas of the failed attempt were already shown; the retry streams the whole answer again.
-      assert.equal(deltas.join(""), "half whole answer");
-    });
+    await withFake(
+      [{ streamError: "overloaded_error", text: "half " }, { text: "whole answer" }],
+      async (llm, model) => {
+        const deltas: string[] = [];
+        const reply = await model.complete(request(hello, { onTextDelta: (t) => deltas.push(t) }));
+        assert.equal(llm.requests.length, 2);
+        assert.equal(reply.text, "whole answer");
+        // Deltas of the failed attempt were already shown; the retry streams the whole answer again.
+        assert.equal(deltas.join(""), "half whole answer");
+      },
+    );
   });
 
   test("a dropped connection is retried", async () => {
@@ -319,20 +399,28 @@ describe("Anthropic client: C24 retries", () => {
   });
 
   test("attempts are capped at 4, then a clear error names the status and the provider's text", async () => {
-    await withFake([{ status: 529 }, { status: 529 }, { status: 529 }, { status: 529 }, { text: "never" }], async (llm, model) => {
-      const error = await model.complete(request(hello)).catch((e: unknown) => e);
-      assert.equal(llm.requests.length, 4);
-      assert.ok(error instanceof AgentError);
-      assert.equal(error.status, 529);
-      assert.equal(error.message, "Anthropic request failed with status 529 after 4 attempts: overloaded_error: Overloaded");
-    });
+    await withFake(
+      [{ status: 529 }, { status: 529 }, { status: 529 }, { status: 529 }, { text: "never" }],
+      async (llm, model) => {
+        const error = await model.complete(request(hello)).catch((e: unknown) => e);
+        assert.equal(llm.requests.length, 4);
+        assert.ok(error instanceof AgentError);
+        assert.equal(error.status, 529);
+        assert.equal(
+          error.message,
+          "Anthropic request failed with status 529 after 4 attempts: overloaded_error: Overloaded",
+        );
+      },
+    );
   });
 
   test("an abort during the backoff wait rejects with an AbortError", async () => {
     await withFake([{ status: 429, retryAfter: 30 }, { text: "never" }], async (llm, model) => {
       const controller = new AbortController();
       const started = Date.now();
-      const p = model.complete(request(hello, { signal: controller.signal, onRetry: () => setTimeout(() => controller.abort(), 20) }));
+      const p = model.complete(
+        request(hello, { signal: controller.signal, onRetry: () => setTimeout(() => controller.abort(), 20) }),
+      );
       await assert.rejects(p, (e: Error) => e.name === "AbortError");
       assert.ok(Date.now() - started < 10_000);
       assert.equal(llm.requests.length, 1);
@@ -350,7 +438,13 @@ describe("Anthropic client: C24 retries", () => {
   test("the per-attempt timeout fails a stalled request", async () => {
     const llm = await startFakeLlm({ responses: [{ text: "too slow here", pauseMs: 3000 }] });
     try {
-      const model = createAnthropicModel({ apiKey: KEY, model: "m", baseUrl: llm.url, timeoutMs: 300, retry: { maxAttempts: 1 } });
+      const model = createAnthropicModel({
+        apiKey: KEY,
+        model: "m",
+        baseUrl: llm.url,
+        timeoutMs: 300,
+        retry: { maxAttempts: 1 },
+      });
       await assert.rejects(model.complete(request(hello)), /Anthropic request failed: timed out after 300 ms/);
     } finally {
       await llm.close();

@@ -15,7 +15,8 @@ import type { Flood } from "./helpers/flood-server.ts";
 function slowStream(deltas: number, gapMs: number, stall = false): typeof fetch {
   return () => {
     const enc = new TextEncoder();
-    const event = (type: string, data: unknown) => enc.encode(`event: ${type}\ndata: ${JSON.stringify({ type, ...data as object })}\n\n`);
+    const event = (type: string, data: unknown) =>
+      enc.encode(`event: ${type}\ndata: ${JSON.stringify({ type, ...data as object })}\n\n`);
     let wait: ReturnType<typeof setTimeout> | undefined;
     let cancelled = false;
     let wake: () => void = () => {};
@@ -27,7 +28,17 @@ function slowStream(deltas: number, gapMs: number, stall = false): typeof fetch 
         wake();
       },
       async start(controller) {
-        controller.enqueue(event("message_start", { message: { id: "m", type: "message", role: "assistant", content: [], usage: { input_tokens: 5, output_tokens: 0 } } }));
+        controller.enqueue(
+          event("message_start", {
+            message: {
+              id: "m",
+              type: "message",
+              role: "assistant",
+              content: [],
+              usage: { input_tokens: 5, output_tokens: 0 },
+            },
+          }),
+        );
         controller.enqueue(event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }));
         for (let i = 0; i < deltas; i++) {
           await new Promise<void>((r) => {
@@ -38,7 +49,9 @@ function slowStream(deltas: number, gapMs: number, stall = false): typeof fetch 
           controller.enqueue(event("content_block_delta", { index: 0, delta: { type: "text_delta", text: `${i} ` } }));
         }
         controller.enqueue(event("content_block_stop", { index: 0 }));
-        controller.enqueue(event("message_delta", { delta: { stop_reason: "end_turn" }, usage: { output_tokens: deltas } }));
+        controller.enqueue(
+          event("message_delta", { delta: { stop_reason: "end_turn" }, usage: { output_tokens: deltas } }),
+        );
         controller.enqueue(event("message_stop", {}));
         controller.close();
       },
@@ -90,7 +103,13 @@ describe("LLM response bodies are bounded (lib/llm/http.ts, lib/http/body.ts)", 
       const record = server.records[0]!;
       // The socket closes as soon as the body is cancelled (allow for the runtime's event loop).
       for (let i = 0; i < 100 && record.closedAt === undefined; i++) await new Promise((r) => setTimeout(r, 10));
-      return { error, record, attempts: server.records.length, ms: failedAt - started, closeMs: (record.closedAt ?? Infinity) - failedAt };
+      return {
+        error,
+        record,
+        attempts: server.records.length,
+        ms: failedAt - started,
+        closeMs: (record.closedAt ?? Infinity) - failedAt,
+      };
     } finally {
       await server.close();
     }
@@ -110,7 +129,10 @@ describe("LLM response bodies are bounded (lib/llm/http.ts, lib/http/body.ts)", 
   });
 
   test("a body of the wrong content type (an endless HTML page) is not read: a clear error naming it, the socket closed", async () => {
-    const { error, record, attempts, closeMs } = await against({ contentType: "text/html; charset=utf-8", prefix: "<!doctype html><html>" });
+    const { error, record, attempts, closeMs } = await against({
+      contentType: "text/html; charset=utf-8",
+      prefix: "<!doctype html><html>",
+    });
     assert.ok(error instanceof AgentError, String(error));
     assert.equal(
       error.message,

@@ -7,7 +7,11 @@ import type { HistoryItem, LlmRequest, Model, ToolDef } from "../lib/types.ts";
 
 const KEY = "sk-openai-test-secret-456";
 const FAST = { baseDelayMs: 10, maxDelayMs: 40 };
-const TOOL: ToolDef = { name: "fs__read", description: "Read a file", inputSchema: { type: "object", properties: { path: { type: "string" } } } };
+const TOOL: ToolDef = {
+  name: "fs__read",
+  description: "Read a file",
+  inputSchema: { type: "object", properties: { path: { type: "string" } } },
+};
 const hello: HistoryItem[] = [{ role: "user", text: "hello" }];
 
 function request(history: HistoryItem[], extra: Partial<LlmRequest> = {}): LlmRequest {
@@ -17,7 +21,10 @@ function request(history: HistoryItem[], extra: Partial<LlmRequest> = {}): LlmRe
 async function withFake<T>(responses: FakeTurn[], run: (llm: FakeLlm, model: Model) => Promise<T>): Promise<T> {
   const llm = await startFakeLlm({ responses });
   try {
-    return await run(llm, createOpenAiModel({ apiKey: KEY, model: "gpt-test", baseUrl: llm.openaiBaseUrl, retry: FAST }));
+    return await run(
+      llm,
+      createOpenAiModel({ apiKey: KEY, model: "gpt-test", baseUrl: llm.openaiBaseUrl, retry: FAST }),
+    );
   } finally {
     await llm.close();
   }
@@ -48,7 +55,10 @@ describe("Chat Completions client: request shape", () => {
         max_completion_tokens: 1000,
         stream: true,
         stream_options: { include_usage: true },
-        tools: [{ type: "function", function: { name: "fs__read", description: "Read a file", parameters: TOOL.inputSchema } }],
+        tools: [{
+          type: "function",
+          function: { name: "fs__read", description: "Read a file", parameters: TOOL.inputSchema },
+        }],
       });
     });
   });
@@ -56,7 +66,11 @@ describe("Chat Completions client: request shape", () => {
   test("C21 three tool messages t1, t2, t3 directly after the assistant message; content is never null", () => {
     const messages = toChatMessages([
       { role: "user", text: "go" },
-      { role: "assistant", text: "", toolCalls: ["t1", "t2", "t3"].map((id) => ({ id, name: "fs__read", arguments: { path: id } })) },
+      {
+        role: "assistant",
+        text: "",
+        toolCalls: ["t1", "t2", "t3"].map((id) => ({ id, name: "fs__read", arguments: { path: id } })),
+      },
       { role: "tool", toolCallId: "t1", content: [{ type: "text", text: "one" }], isError: false },
       { role: "tool", toolCallId: "t2", content: [{ type: "text", text: "two" }], isError: false },
       { role: "tool", toolCallId: "t3", content: [{ type: "text", text: "three" }], isError: false },
@@ -64,9 +78,17 @@ describe("Chat Completions client: request shape", () => {
     assert.deepEqual(messages[1], {
       role: "assistant",
       content: "",
-      tool_calls: ["t1", "t2", "t3"].map((id) => ({ id, type: "function", function: { name: "fs__read", arguments: JSON.stringify({ path: id }) } })),
+      tool_calls: ["t1", "t2", "t3"].map((id) => ({
+        id,
+        type: "function",
+        function: { name: "fs__read", arguments: JSON.stringify({ path: id }) },
+      })),
     });
-    assert.deepEqual(messages.slice(2).map((m) => [m.role, (m as { tool_call_id: string }).tool_call_id]), [["tool", "t1"], ["tool", "t2"], ["tool", "t3"]]);
+    assert.deepEqual(messages.slice(2).map((m) => [m.role, (m as { tool_call_id: string }).tool_call_id]), [
+      ["tool", "t1"],
+      ["tool", "t2"],
+      ["tool", "t3"],
+    ]);
     assert.deepEqual(validateOpenAiRequest({ model: "m", messages }), []);
   });
 
@@ -74,16 +96,34 @@ describe("Chat Completions client: request shape", () => {
     const messages = toChatMessages([
       { role: "user", text: "read" },
       { role: "assistant", text: "", toolCalls: [{ id: "x", name: "fs__read", arguments: {} }] },
-      { role: "tool", toolCallId: "x", content: [{ type: "text", text: "permission denied: /etc/shadow" }], isError: true },
+      {
+        role: "tool",
+        toolCallId: "x",
+        content: [{ type: "text", text: "permission denied: /etc/shadow" }],
+        isError: true,
+      },
     ]);
-    assert.deepEqual(messages[2], { role: "tool", tool_call_id: "x", content: "Error: permission denied: /etc/shadow" });
+    assert.deepEqual(messages[2], {
+      role: "tool",
+      tool_call_id: "x",
+      content: "Error: permission denied: /etc/shadow",
+    });
   });
 
   test("images in tool results become a marker; empty output becomes (no output)", () => {
     const messages = toChatMessages([
       { role: "user", text: "shot" },
-      { role: "assistant", text: "", toolCalls: [{ id: "x", name: "fs__read", arguments: {} }, { id: "y", name: "fs__read", arguments: {} }] },
-      { role: "tool", toolCallId: "x", content: [{ type: "text", text: "here" }, { type: "image", mimeType: "image/png", data: "AAAAAAAA" }], isError: false },
+      {
+        role: "assistant",
+        text: "",
+        toolCalls: [{ id: "x", name: "fs__read", arguments: {} }, { id: "y", name: "fs__read", arguments: {} }],
+      },
+      {
+        role: "tool",
+        toolCallId: "x",
+        content: [{ type: "text", text: "here" }, { type: "image", mimeType: "image/png", data: "AAAAAAAA" }],
+        isError: false,
+      },
       { role: "tool", toolCallId: "y", content: [{ type: "text", text: "" }], isError: false },
     ]);
     assert.equal((messages[2] as { content: string }).content, "here\n[image: image/png, 6 bytes]");
@@ -142,7 +182,10 @@ describe("Chat Completions client: streaming and parsing", () => {
   });
 
   test("finish reasons map per SPEC 6.5", async () => {
-    const turns: FakeTurn[] = [{ text: "a" }, { text: "b", stop: "max_tokens" }, { text: "c", stop: "refusal" }, { text: "d", stop: "weird" }];
+    const turns: FakeTurn[] = [{ text: "a" }, { text: "b", stop: "max_tokens" }, { text: "c", stop: "refusal" }, {
+      text: "d",
+      stop: "weird",
+    }];
     await withFake(turns, async (_l, model) => {
       const stops = [];
       for (let i = 0; i < 4; i++) stops.push((await model.complete(request(hello))).stop);
@@ -151,7 +194,10 @@ describe("Chat Completions client: streaming and parsing", () => {
   });
 
   test("a response cut inside a tool call reports max_tokens and records the bad arguments", async () => {
-    await withFake([{ toolCalls: [{ name: "fs__read", arguments: { path: "some/long/path" } }], truncateInToolCall: true }], async (_l, model) => {
+    await withFake([{
+      toolCalls: [{ name: "fs__read", arguments: { path: "some/long/path" } }],
+      truncateInToolCall: true,
+    }], async (_l, model) => {
       const reply = await model.complete(request(hello));
       assert.equal(reply.stop, "max_tokens");
       assert.deepEqual(reply.toolCalls[0]!.arguments, {});
@@ -160,19 +206,31 @@ describe("Chat Completions client: streaming and parsing", () => {
   });
 
   test("null or empty arguments become {}", async () => {
-    await withFake([{ toolCalls: [{ name: "fs__read", arguments: "" }, { name: "fs__read", arguments: "null" }] }], async (_l, model) => {
-      const reply = await model.complete(request(hello));
-      assert.deepEqual(reply.toolCalls.map((c) => c.arguments), [{}, {}]);
-      assert.equal(reply.argumentErrors, undefined);
-    });
+    await withFake(
+      [{ toolCalls: [{ name: "fs__read", arguments: "" }, { name: "fs__read", arguments: "null" }] }],
+      async (_l, model) => {
+        const reply = await model.complete(request(hello));
+        assert.deepEqual(reply.toolCalls.map((c) => c.arguments), [{}, {}]);
+        assert.equal(reply.argumentErrors, undefined);
+      },
+    );
   });
 
   test("cache fields reported by a compatible endpoint are added to prompt_tokens", async () => {
     const sse = [
       { choices: [{ index: 0, delta: { content: "x" }, finish_reason: "stop" }] },
-      { choices: [], usage: { prompt_tokens: 100, cache_read_input_tokens: 900, cache_creation_input_tokens: 50, completion_tokens: 3 } },
+      {
+        choices: [],
+        usage: {
+          prompt_tokens: 100,
+          cache_read_input_tokens: 900,
+          cache_creation_input_tokens: 50,
+          completion_tokens: 3,
+        },
+      },
     ].map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n";
-    const fakeFetch: typeof fetch = () => Promise.resolve(new Response(sse, { headers: { "content-type": "text/event-stream" } }));
+    const fakeFetch: typeof fetch = () =>
+      Promise.resolve(new Response(sse, { headers: { "content-type": "text/event-stream" } }));
     const model = createOpenAiModel({ apiKey: KEY, model: "m", fetch: fakeFetch });
     assert.deepEqual((await model.complete(request(hello))).usage, { inputTokens: 1050, outputTokens: 3 });
   });
@@ -191,7 +249,10 @@ describe("Chat Completions client: C24 retries", () => {
       const error = await model.complete(request(hello)).catch((e: unknown) => e);
       assert.equal(llm.requests.length, 1);
       assert.ok(error instanceof AgentError);
-      assert.equal(error.message, "OpenAI-compatible request failed with status 400: invalid_request_error: Invalid request");
+      assert.equal(
+        error.message,
+        "OpenAI-compatible request failed with status 400: invalid_request_error: Invalid request",
+      );
       assert.ok(!error.message.includes(KEY));
     });
   });
@@ -216,14 +277,19 @@ describe("Chat Completions client: C24 retries", () => {
       const error = (await model.complete(request(hello)).catch((e: unknown) => e)) as AgentError;
       assert.equal(llm.requests.length, 4);
       assert.equal(error.status, 500);
-      assert.equal(error.message, "OpenAI-compatible request failed with status 500 after 4 attempts: api_error: Internal server error");
+      assert.equal(
+        error.message,
+        "OpenAI-compatible request failed with status 500 after 4 attempts: api_error: Internal server error",
+      );
     });
   });
 
   test("an abort during the backoff wait rejects with an AbortError", async () => {
     await withFake([{ status: 429, retryAfter: 30 }], async (_llm, model) => {
       const controller = new AbortController();
-      const p = model.complete(request(hello, { signal: controller.signal, onRetry: () => setTimeout(() => controller.abort(), 20) }));
+      const p = model.complete(
+        request(hello, { signal: controller.signal, onRetry: () => setTimeout(() => controller.abort(), 20) }),
+      );
       await assert.rejects(p, (e: Error) => e.name === "AbortError");
     });
   });

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { AgentError } from "../lib/errors.ts";
@@ -35,7 +36,10 @@ describe("LLM retries (SPEC section 9)", () => {
     assert.ok(error instanceof AgentError);
     assert.equal(error.code, "llm");
     assert.equal(error.status, 529);
-    assert.equal(error.message, "Anthropic request failed with status 529 after 4 attempts: overloaded_error: Overloaded");
+    assert.equal(
+      error.message,
+      "Anthropic request failed with status 529 after 4 attempts: overloaded_error: Overloaded",
+    );
   });
 
   test("a non-retryable failure is not retried", async () => {
@@ -56,7 +60,10 @@ describe("LLM retries (SPEC section 9)", () => {
       throw new TypeError("fetch failed");
     }, { provider: "Anthropic", sleep: noWait([]) }).catch((e: unknown) => e);
     assert.equal(calls, 4);
-    assert.match((error as Error).message, /^Anthropic request failed after 4 attempts: connection error: fetch failed/);
+    assert.match(
+      (error as Error).message,
+      /^Anthropic request failed after 4 attempts: connection error: fetch failed/,
+    );
   });
 
   test("retry-after is honoured when longer than the backoff, and onRetry is called before each wait", async () => {
@@ -64,7 +71,9 @@ describe("LLM retries (SPEC section 9)", () => {
     const infos: unknown[] = [];
     let calls = 0;
     await withRetry(async () => {
-      if (++calls === 1) throw new AttemptError("rate_limit_error: slow down", { status: 429, retryable: true, retryAfterMs: 2000 });
+      if (++calls === 1) {
+        throw new AttemptError("rate_limit_error: slow down", { status: 429, retryable: true, retryAfterMs: 2000 });
+      }
       return 1;
     }, { provider: "Anthropic", sleep: noWait(waits), onRetry: (i) => infos.push(i) });
     assert.deepEqual(waits, [2000]);

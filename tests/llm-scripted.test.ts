@@ -60,7 +60,9 @@ describe("scripted model", () => {
 
   test("summary requests do not consume turns and echo the prompt text", async () => {
     const model = createScriptedModel([{ text: "the turn" }]);
-    const summary = await model.complete(req({ purpose: "summary", history: [{ role: "user", text: "Original task: fix bug 42" }] }));
+    const summary = await model.complete(
+      req({ purpose: "summary", history: [{ role: "user", text: "Original task: fix bug 42" }] }),
+    );
     assert.match(summary.text, /fix bug 42/);
     assert.equal(summary.stop, "end_turn");
     assert.equal((await model.complete(req())).text, "the turn");
@@ -74,7 +76,10 @@ describe("scripted model", () => {
   test("${VAR} and ${VAR:-default} are expanded in string values", () => {
     const env = { ROOT: "/srv", EMPTY: "" };
     assert.deepEqual(
-      expandEnv({ text: "in ${ROOT}", args: ["${MISSING:-dflt}", "${EMPTY:-e}", "${MISSING}", 3], "${ROOT}": true }, env),
+      expandEnv(
+        { text: "in ${ROOT}", args: ["${MISSING:-dflt}", "${EMPTY:-e}", "${MISSING}", 3], "${ROOT}": true },
+        env,
+      ),
       { text: "in /srv", args: ["dflt", "e", "", 3], "${ROOT}": true },
     );
     const turns = loadScript("s.json", {
@@ -102,7 +107,10 @@ describe("scripted model", () => {
         return true;
       });
     }
-    assert.throws(() => loadScript("gone.json", { readFile: noFile }), /Invalid SPROUT_AGENT_SCRIPT "gone\.json": cannot read it/);
+    assert.throws(
+      () => loadScript("gone.json", { readFile: noFile }),
+      /Invalid SPROUT_AGENT_SCRIPT "gone\.json": cannot read it/,
+    );
   });
 });
 
@@ -123,7 +131,10 @@ describe("createModel", () => {
   });
 
   test("a missing provider or script is a config error", () => {
-    assert.throws(() => createModel(loadConfig({}, noFile)), (e: unknown) => e instanceof AgentError && e.code === "config");
+    assert.throws(
+      () => createModel(loadConfig({}, noFile)),
+      (e: unknown) => e instanceof AgentError && e.code === "config",
+    );
     const config = loadConfig({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/nope.json" }, noFile);
     assert.throws(() => createModel(config, { readFile: noFile }), /Invalid SPROUT_AGENT_SCRIPT "\/nope\.json"/);
   });

@@ -11,8 +11,6 @@ import { alive } from "./helpers/processes.ts";
 
 type Wire = "anthropic" | "openai";
 
-
-
 const stopCalls = (t: TestSession) => t.calls().filter((c) => c.tool === "_Stop");
 const hooksOn = { MCP_HOOK_SERVERS: "*" };
 
@@ -21,7 +19,12 @@ describe("SPEC 2: hooks are invisible to the LLM", () => {
     test(`2.1 hooks are removed from every request's tool list, hooks on or off (${wire})`, async () => {
       for (const env of [{}, hooksOn]) {
         await withSession(
-          { wire, env, servers: [{ name: "fx", env: { FIXTURE_STOP: "", FIXTURE_POSTCOMPACT: "" } }], responses: [{ text: "hi" }] },
+          {
+            wire,
+            env,
+            servers: [{ name: "fx", env: { FIXTURE_STOP: "", FIXTURE_POSTCOMPACT: "" } }],
+            responses: [{ text: "hi" }],
+          },
           async (t) => {
             await runPrompt(t.session, "hello");
             const names = toolNamesOf(t.llm.requests[0]!.body);
@@ -38,7 +41,9 @@ describe("SPEC 2: hooks are invisible to the LLM", () => {
       {
         wire: "openai",
         servers: [{ name: "fx", env: { FIXTURE_STOP: "sentinel-objection" } }],
-        responses: [{ toolCalls: [{ name: "fx___Stop", arguments: {} }, { name: "nope__x", arguments: {} }] }, { text: "ok" }],
+        responses: [{ toolCalls: [{ name: "fx___Stop", arguments: {} }, { name: "nope__x", arguments: {} }] }, {
+          text: "ok",
+        }],
       },
       async (t) => {
         const { events } = await runPrompt(t.session, "call the hook");
@@ -61,7 +66,9 @@ describe("SPEC 2: hooks are invisible to the LLM", () => {
         wire: "anthropic",
         env: { ...hooksOn, SPROUT_AGENT_STOP_MAX_REJECTIONS: "2" },
         servers: [{ name: "fx", env: { FIXTURE_STOP: "keep going", FIXTURE_STOP_COUNT: "1" } }],
-        responses: [{ toolCalls: [{ name: "fx__echo", arguments: { text: "x" } }] }, { text: "done" }, { toolCalls: [{ name: "fx__echo", arguments: { text: "y" } }] }, { text: "done" }],
+        responses: [{ toolCalls: [{ name: "fx__echo", arguments: { text: "x" } }] }, { text: "done" }, {
+          toolCalls: [{ name: "fx__echo", arguments: { text: "y" } }],
+        }, { text: "done" }],
       },
       async (t) => {
         await runPrompt(t.session, "go");
@@ -70,9 +77,22 @@ describe("SPEC 2: hooks are invisible to the LLM", () => {
         const stops = calls.filter((c) => c.tool === "_Stop");
         assert.equal(stops.length, 2);
         assert.deepEqual(stops[0]!.args, {});
-        assert.deepEqual(stops[0]!.meta["sprout-agent/hook"], { event: "Stop", round: 2, rejectionsUsed: 0, rejectionsLeft: 2 });
-        assert.deepEqual(stops[1]!.meta["sprout-agent/hook"], { event: "Stop", round: 4, rejectionsUsed: 1, rejectionsLeft: 1 });
-        assert.equal(calls.filter((c) => c.tool === "echo").every((c) => c.meta["sprout-agent/hook"] === undefined), true);
+        assert.deepEqual(stops[0]!.meta["sprout-agent/hook"], {
+          event: "Stop",
+          round: 2,
+          rejectionsUsed: 0,
+          rejectionsLeft: 2,
+        });
+        assert.deepEqual(stops[1]!.meta["sprout-agent/hook"], {
+          event: "Stop",
+          round: 4,
+          rejectionsUsed: 1,
+          rejectionsLeft: 1,
+        });
+        assert.equal(
+          calls.filter((c) => c.tool === "echo").every((c) => c.meta["sprout-agent/hook"] === undefined),
+          true,
+        );
       },
     );
   });
@@ -99,7 +119,11 @@ describe("SPEC 3: which servers' hooks run", () => {
         },
         async (t) => {
           await runPrompt(t.session, "go");
-          assert.deepEqual(stopCalls(t).map((c) => c.server).sort(), expected, `MCP_HOOK_SERVERS=${JSON.stringify(value)}`);
+          assert.deepEqual(
+            stopCalls(t).map((c) => c.server).sort(),
+            expected,
+            `MCP_HOOK_SERVERS=${JSON.stringify(value)}`,
+          );
         },
       );
     }
@@ -116,7 +140,9 @@ describe("SPEC 4: calling a hook", () => {
           { name: "slow", env: { FIXTURE_STOP: "from slow", FIXTURE_STOP_DELAY_MS: "800", FIXTURE_STOP_COUNT: "1" } },
           { name: "fast", env: { FIXTURE_STOP: "from fast", FIXTURE_STOP_COUNT: "1" } },
         ],
-        responses: [{ text: "done" }, { toolCalls: [{ name: "fast__echo", arguments: { text: "ok" } }] }, { text: "done" }],
+        responses: [{ text: "done" }, { toolCalls: [{ name: "fast__echo", arguments: { text: "ok" } }] }, {
+          text: "done",
+        }],
       },
       async (t) => {
         const { events } = await runPrompt(t.session, "go");
@@ -126,7 +152,10 @@ describe("SPEC 4: calling a hook", () => {
         assert.deepEqual(hookEvents.slice(0, 2).map((e) => e.type === "hook" && e.server), ["slow", "fast"]);
         // Concurrent: the fast hook did not wait for the slow one.
         const fast = hookEvents.find((e) => e.type === "hook" && e.server === "fast");
-        assert.ok(fast?.type === "hook" && fast.durationMs < 700, `fast hook took ${fast?.type === "hook" && fast.durationMs} ms`);
+        assert.ok(
+          fast?.type === "hook" && fast.durationMs < 700,
+          `fast hook took ${fast?.type === "hook" && fast.durationMs} ms`,
+        );
       },
     );
   });
@@ -248,7 +277,9 @@ describe("SPEC 7: the _Stop gate", () => {
         wire: "openai",
         env: hooksOn,
         servers: [{ name: "fx", env: { FIXTURE_STOP: "suite is red" } }],
-        responses: [{ text: "done" }, tool, { text: "done" }, tool, { text: "done" }, tool, { text: "done" }, tool, { text: "x" }],
+        responses: [{ text: "done" }, tool, { text: "done" }, tool, { text: "done" }, tool, { text: "done" }, tool, {
+          text: "x",
+        }],
       },
       async (t) => {
         const { result, events } = await runPrompt(t.session, "go");
@@ -310,7 +341,9 @@ describe("SPEC 7: the _Stop gate", () => {
             { name: "a", env: { FIXTURE_STOP: hostile, FIXTURE_STOP_COUNT: "1" } },
             { name: "b", env: { FIXTURE_STOP: "open todos", FIXTURE_STOP_COUNT: "1" } },
           ],
-          responses: [{ text: "finished" }, { toolCalls: [{ name: "a__echo", arguments: { text: "x" } }] }, { text: "finished" }],
+          responses: [{ text: "finished" }, { toolCalls: [{ name: "a__echo", arguments: { text: "x" } }] }, {
+            text: "finished",
+          }],
         },
         async (t) => {
           const { result } = await runPrompt(t.session, "go");
@@ -322,7 +355,10 @@ describe("SPEC 7: the _Stop gate", () => {
             { hook: "_Stop", server: "b", text: "open todos" },
           ]);
           const raw = JSON.stringify(body);
-          assert.ok(raw.includes(JSON.stringify(JSON.stringify({ hook: "_Stop", server: "a", text: hostile }))), "exact JSON, keys in order");
+          assert.ok(
+            raw.includes(JSON.stringify(JSON.stringify({ hook: "_Stop", server: "a", text: hostile }))),
+            "exact JSON, keys in order",
+          );
           // The synthetic calls use the hook's qualified name and unique 9-character ids.
           const ids = [...raw.matchAll(/"(?:id|tool_use_id|tool_call_id)":"(hook[a-zA-Z0-9]{5})"/g)].map((m) => m[1]);
           assert.equal(new Set(ids).size, 2, raw);
@@ -338,7 +374,10 @@ describe("SPEC 7: the _Stop gate", () => {
       {
         wire: "anthropic",
         env: hooksOn,
-        servers: [{ name: "todo", env: { FIXTURE_NO_TOOLS: "1", FIXTURE_STOP: "2 items open", FIXTURE_STOP_COUNT: "1" } }],
+        servers: [{
+          name: "todo",
+          env: { FIXTURE_NO_TOOLS: "1", FIXTURE_STOP: "2 items open", FIXTURE_STOP_COUNT: "1" },
+        }],
         responses: [{ text: "done" }, { text: "still done" }],
       },
       async (t) => {
@@ -357,7 +396,11 @@ describe("SPEC 6: the loop", () => {
     await withSession(
       {
         wire: "anthropic",
-        responses: [{ text: "partial", toolCalls: [{ name: "fx__echo", arguments: { text: "x" } }], truncateInToolCall: true }, { text: "next" }],
+        responses: [{
+          text: "partial",
+          toolCalls: [{ name: "fx__echo", arguments: { text: "x" } }],
+          truncateInToolCall: true,
+        }, { text: "next" }],
       },
       async (t) => {
         const { result } = await runPrompt(t.session, "go");
@@ -372,16 +415,24 @@ describe("SPEC 6: the loop", () => {
 
   test("6.1 SPROUT_AGENT_MAX_ROUNDS ends the prompt with max_turn_requests", async () => {
     const tool = { toolCalls: [{ name: "fx__echo", arguments: { text: "x" } }] };
-    await withSession({ wire: "openai", env: { SPROUT_AGENT_MAX_ROUNDS: "2" }, responses: [tool, tool, tool] }, async (t) => {
-      const { result } = await runPrompt(t.session, "go");
-      assert.equal(result.stopReason, "max_turn_requests");
-      assert.equal(result.rounds, 2);
-    });
+    await withSession(
+      { wire: "openai", env: { SPROUT_AGENT_MAX_ROUNDS: "2" }, responses: [tool, tool, tool] },
+      async (t) => {
+        const { result } = await runPrompt(t.session, "go");
+        assert.equal(result.stopReason, "max_turn_requests");
+        assert.equal(result.rounds, 2);
+      },
+    );
   });
 
   test("6.5 a refusal ends the prompt without calling _Stop", async () => {
     await withSession(
-      { wire: "openai", env: hooksOn, servers: [{ name: "fx", env: { FIXTURE_STOP: "x" } }], responses: [{ text: "no", stop: "content_filter" }] },
+      {
+        wire: "openai",
+        env: hooksOn,
+        servers: [{ name: "fx", env: { FIXTURE_STOP: "x" } }],
+        responses: [{ text: "no", stop: "content_filter" }],
+      },
       async (t) => {
         const { result } = await runPrompt(t.session, "go");
         assert.equal(result.stopReason, "refusal");
@@ -421,7 +472,10 @@ describe("SPEC 6: the loop", () => {
         const last = msgs[msgs.length - 1]!;
         assert.equal(last["role"], "user");
         const blocks = last["content"] as Array<Record<string, unknown>>;
-        assert.deepEqual(blocks.map((b) => [b["type"], b["tool_use_id"]]), [["tool_result", "t1"], ["tool_result", "t2"], ["tool_result", "t3"]]);
+        assert.deepEqual(blocks.map((b) => [b["type"], b["tool_use_id"]]), [["tool_result", "t1"], [
+          "tool_result",
+          "t2",
+        ], ["tool_result", "t3"]]);
       },
     );
   });
@@ -445,7 +499,10 @@ describe("SPEC 6: the loop", () => {
         await runPrompt(t.session, "go");
         const msgs = messagesOf(t.llm.requests[1]!.body);
         const tail = msgs.slice(-3);
-        assert.deepEqual(tail.map((m) => [m["role"], m["tool_call_id"]]), [["tool", "t1"], ["tool", "t2"], ["tool", "t3"]]);
+        assert.deepEqual(tail.map((m) => [m["role"], m["tool_call_id"]]), [["tool", "t1"], ["tool", "t2"], [
+          "tool",
+          "t3",
+        ]]);
         assert.equal(msgs[msgs.length - 4]!["role"], "assistant");
       },
     );
@@ -453,21 +510,24 @@ describe("SPEC 6: the loop", () => {
 
   for (const wire of ["anthropic", "openai"] as Wire[]) {
     test(`C16 an isError result is sent as an error with its text (${wire})`, async () => {
-      await withSession({ wire, responses: [{ toolCalls: [{ name: "fx__fail", arguments: {} }] }, { text: "ok" }] }, async (t) => {
-        const { events } = await runPrompt(t.session, "go");
-        const end = events.find((e) => e.type === "tool-end");
-        assert.equal(end?.type === "tool-end" && end.ok, false);
-        const msgs = messagesOf(t.llm.requests[1]!.body);
-        if (wire === "anthropic") {
-          const block = (msgs.at(-1)!["content"] as Array<Record<string, unknown>>)[0]!;
-          assert.equal(block["is_error"], true);
-          assert.match(JSON.stringify(block["content"]), /permission denied: \/etc\/shadow/);
-        } else {
-          const tool = msgs.at(-1)!;
-          assert.equal(tool["role"], "tool");
-          assert.match(String(tool["content"]), /^Error: .*permission denied: \/etc\/shadow/s);
-        }
-      });
+      await withSession(
+        { wire, responses: [{ toolCalls: [{ name: "fx__fail", arguments: {} }] }, { text: "ok" }] },
+        async (t) => {
+          const { events } = await runPrompt(t.session, "go");
+          const end = events.find((e) => e.type === "tool-end");
+          assert.equal(end?.type === "tool-end" && end.ok, false);
+          const msgs = messagesOf(t.llm.requests[1]!.body);
+          if (wire === "anthropic") {
+            const block = (msgs.at(-1)!["content"] as Array<Record<string, unknown>>)[0]!;
+            assert.equal(block["is_error"], true);
+            assert.match(JSON.stringify(block["content"]), /permission denied: \/etc\/shadow/);
+          } else {
+            const tool = msgs.at(-1)!;
+            assert.equal(tool["role"], "tool");
+            assert.match(String(tool["content"]), /^Error: .*permission denied: \/etc\/shadow/s);
+          }
+        },
+      );
     });
 
     test(`C23 empty outputs, empty assistant text and a blank hook never produce empty text blocks (${wire})`, async () => {
@@ -500,11 +560,16 @@ describe("SPEC 6: the loop", () => {
         // A 5 MB reply is one JSON-RPC line: allow lines that long (the default cap is 4 MiB).
         // Two 50 KiB results would trigger compaction in the default 128k window: widen it.
         env: { SPROUT_AGENT_MAX_LINE_BYTES: String(16 * 1024 * 1024), SPROUT_AGENT_MAX_CONTEXT_TOKENS: "1000000" },
-        responses: [{ toolCalls: [{ name: "fx__big", arguments: { bytes: 5_000_000, newlines: true } }, { name: "fx__big", arguments: { bytes: 2_000_000 } }] }, { text: "ok" }],
+        responses: [{
+          toolCalls: [{ name: "fx__big", arguments: { bytes: 5_000_000, newlines: true } }, {
+            name: "fx__big",
+            arguments: { bytes: 2_000_000 },
+          }],
+        }, { text: "ok" }],
       },
       async (t) => {
         await runPrompt(t.session, "go");
-        const results = (messagesOf(t.llm.requests[1]!.body).at(-1)!["content"] as Array<Record<string, unknown>>);
+        const results = messagesOf(t.llm.requests[1]!.body).at(-1)!["content"] as Array<Record<string, unknown>>;
         for (const [i, size] of [[0, 5_000_000], [1, 2_000_000]] as const) {
           const blocks = results[i]!["content"] as Array<{ type: string; text: string }>;
           const text = blocks.map((b) => b.text).join("");
@@ -519,7 +584,12 @@ describe("SPEC 6: the loop", () => {
   test("C20 cancel during a slow tool: cancelled result before the next prompt, late result never added", async () => {
     for (const wire of ["anthropic", "openai"] as Wire[]) {
       await withSession(
-        { wire, responses: [{ toolCalls: [{ id: "slow1", name: "fx__slow", arguments: { ms: 4000 } }] }, { text: "next answer" }] },
+        {
+          wire,
+          responses: [{ toolCalls: [{ id: "slow1", name: "fx__slow", arguments: { ms: 4000 } }] }, {
+            text: "next answer",
+          }],
+        },
         async (t) => {
           const controller = new AbortController();
           setTimeout(() => controller.abort(), 600);
@@ -549,12 +619,18 @@ describe("SPEC 6: the loop", () => {
 
   test("a tool call whose arguments are not valid JSON gets an error result and the tool is not called", async () => {
     await withSession(
-      { wire: "openai", responses: [{ toolCalls: [{ name: "fx__echo", arguments: '{"text": "unterminated' }] }, { text: "ok" }] },
+      {
+        wire: "openai",
+        responses: [{ toolCalls: [{ name: "fx__echo", arguments: '{"text": "unterminated' }] }, { text: "ok" }],
+      },
       async (t) => {
         const { events } = await runPrompt(t.session, "go");
         assert.deepEqual(t.calls(), []);
         const end = events.find((e) => e.type === "tool-end");
-        assert.ok(end?.type === "tool-end" && !end.ok && /Invalid tool arguments/.test(end.output), JSON.stringify(end));
+        assert.ok(
+          end?.type === "tool-end" && !end.ok && /Invalid tool arguments/.test(end.output),
+          JSON.stringify(end),
+        );
       },
     );
   });
@@ -562,7 +638,19 @@ describe("SPEC 6: the loop", () => {
   for (const wire of ["anthropic", "openai"] as Wire[]) {
     test(`a tool name the APIs refuse is answered as unknown and never reaches a later request (${wire})`, async () => {
       await withSession(
-        { wire, responses: [{ toolCalls: [{ name: "fx.echo", arguments: { text: "x" } }, { name: "fx__echo", arguments: { text: "y" } }] }, { text: "ok" }, { text: "again" }] },
+        {
+          wire,
+          responses: [
+            {
+              toolCalls: [{ name: "fx.echo", arguments: { text: "x" } }, {
+                name: "fx__echo",
+                arguments: { text: "y" },
+              }],
+            },
+            { text: "ok" },
+            { text: "again" },
+          ],
+        },
         async (t) => {
           const { events } = await runPrompt(t.session, "go");
           const ends = events.filter((e) => e.type === "tool-end");
@@ -584,8 +672,20 @@ describe("SPEC 6: the loop", () => {
         {
           wire,
           responses: [
-            { toolCalls: [{ id: "call_0", name: "fx__echo", arguments: { text: "a" } }, { id: "call_0", name: "fx__echo", arguments: { text: "b" } }] },
-            { toolCalls: [{ id: "call_0", name: "fx__echo", arguments: { text: "c" } }, { id: long, name: "fx__echo", arguments: { text: "d" } }] },
+            {
+              toolCalls: [{ id: "call_0", name: "fx__echo", arguments: { text: "a" } }, {
+                id: "call_0",
+                name: "fx__echo",
+                arguments: { text: "b" },
+              }],
+            },
+            {
+              toolCalls: [{ id: "call_0", name: "fx__echo", arguments: { text: "c" } }, {
+                id: long,
+                name: "fx__echo",
+                arguments: { text: "d" },
+              }],
+            },
             { toolCalls: [{ id: "call.with:dots", name: "fx__echo", arguments: { text: "e" } }] },
             { text: "done" },
           ],
@@ -604,7 +704,12 @@ describe("SPEC 6: the loop", () => {
 
   test("C24 a retried request never re-runs tools", async () => {
     await withSession(
-      { wire: "anthropic", responses: [{ toolCalls: [{ name: "fx__echo", arguments: { text: "once" } }] }, { status: 529 }, { streamError: "overloaded_error" }, { text: "done" }] },
+      {
+        wire: "anthropic",
+        responses: [{ toolCalls: [{ name: "fx__echo", arguments: { text: "once" } }] }, { status: 529 }, {
+          streamError: "overloaded_error",
+        }, { text: "done" }],
+      },
       async (t) => {
         const { result } = await runPrompt(t.session, "go");
         assert.equal(result.stopReason, "end_turn");
@@ -616,7 +721,12 @@ describe("SPEC 6: the loop", () => {
 
   test("the history stays valid after an LLM failure, for the next prompt", async () => {
     await withSession(
-      { wire: "openai", responses: [{ toolCalls: [{ name: "fx__echo", arguments: { text: "x" } }] }, { status: 400 }, { text: "recovered" }] },
+      {
+        wire: "openai",
+        responses: [{ toolCalls: [{ name: "fx__echo", arguments: { text: "x" } }] }, { status: 400 }, {
+          text: "recovered",
+        }],
+      },
       async (t) => {
         const run = t.session.prompt("go");
         for await (const _ of run) { /* drain */ }

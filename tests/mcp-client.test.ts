@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any
 /**
  * lib/mcp/client.ts, stdio.ts, jsonrpc.ts against real child processes: the hand-written
  * raw fixture (misbehaving on purpose) and the SDK fixtures. CASES C06, C08, C10, C11.
@@ -48,11 +49,14 @@ describe("stdio environment and command lookup", () => {
   });
 
   test("findCommand looks a bare name up on PATH and returns undefined when missing", () => {
-    assert.equal(findCommand("sh", "/nonexistent:/bin:/usr/bin", "/"), findCommand("sh", "/bin", "/") ?? findCommand("sh", "/usr/bin", "/"));
+    assert.equal(
+      findCommand("sh", "/nonexistent:/bin:/usr/bin", "/"),
+      findCommand("sh", "/bin", "/") ?? findCommand("sh", "/usr/bin", "/"),
+    );
     assert.equal(findCommand("surely-not-a-command-xyz", process.env.PATH, "/"), undefined);
   });
 
-  test("a missing command fails with \"not found on PATH\"", async () => {
+  test('a missing command fails with "not found on PATH"', async () => {
     const config: McpServerConfig = {
       name: "ghost",
       transport: { type: "stdio", command: "surely-not-a-command-xyz", args: [], env: {} },
@@ -80,7 +84,9 @@ describe("stdio environment and command lookup", () => {
 describe("requests and server messages", () => {
   test("every request carries sprout-agent/session and the per-request meta", async () => {
     await withServer(rawServer("meta"), {}, async (c) => {
-      const meta = JSON.parse(textOf(await c.callTool("meta", {}, { meta: { "sprout-agent/hook": { event: "Stop" } } })));
+      const meta = JSON.parse(
+        textOf(await c.callTool("meta", {}, { meta: { "sprout-agent/hook": { event: "Stop" } } })),
+      );
       assert.equal(meta["sprout-agent/session"], "sess-1");
       assert.deepEqual(meta["sprout-agent/hook"], { event: "Stop" });
       const log = await received(c);
@@ -142,7 +148,10 @@ describe("requests and server messages", () => {
 
   test("a JSON-RPC error answer rejects with code mcp", async () => {
     await withServer(rawServer("err"), {}, async (c) => {
-      await assert.rejects(c.callTool("nope", {}), (e: unknown) => e instanceof AgentError && e.code === "mcp" && /Unknown tool: nope/.test(e.message));
+      await assert.rejects(
+        c.callTool("nope", {}),
+        (e: unknown) => e instanceof AgentError && e.code === "mcp" && /Unknown tool: nope/.test(e.message),
+      );
     });
   });
 });
@@ -257,9 +266,20 @@ describe("era detection against legacy servers that answer the probe badly", () 
     try {
       // Each start of the real SDK server (delaying its stdin by 3 s) appends a line.
       const slow = (name: string, file: string): McpServerConfig => {
-        const inner = tsServer(name, file, "bun", ["--delay-ms", "3000"]).transport as { command: string; args: string[] };
+        const inner = tsServer(name, file, "bun", ["--delay-ms", "3000"]).transport as {
+          command: string;
+          args: string[];
+        };
         const argv = [inner.command, ...inner.args].map((a) => `'${a}'`).join(" ");
-        return { name, transport: { type: "stdio", command: "sh", args: ["-c", `echo start >> '${dir}/${name}'; exec ${argv}`], env: {} } };
+        return {
+          name,
+          transport: {
+            type: "stdio",
+            command: "sh",
+            args: ["-c", `echo start >> '${dir}/${name}'; exec ${argv}`],
+            env: {},
+          },
+        };
       };
       const started = Date.now();
       const [legacy, modern] = await Promise.all([
@@ -292,7 +312,7 @@ describe("era detection against legacy servers that answer the probe badly", () 
     });
   });
 
-  test("C10: a server that never answers fails with \"initialize timed out after N s\" and its stderr tail", async () => {
+  test('C10: a server that never answers fails with "initialize timed out after N s" and its stderr tail', async () => {
     const started = Date.now();
     await assert.rejects(
       connectMcp(rawServer("mute", ["--mute", "--stderr=booting-slowly"]), options({ initTimeoutMs: 1000 })),
@@ -349,7 +369,8 @@ describe("tools/list paging guard", () => {
 
 describe("process groups (C06)", () => {
   function wrapperConfig(dir: string): McpServerConfig {
-    const script = `exec 3<&0; node ${repoRoot}tests/fixtures/mcp/raw-server.mjs --pidfile=${dir}/inner.pid <&3 3<&- & wait`;
+    const script =
+      `exec 3<&0; node ${repoRoot}tests/fixtures/mcp/raw-server.mjs --pidfile=${dir}/inner.pid <&3 3<&- & wait`;
     return { name: "wrapped", transport: { type: "stdio", command: "sh", args: ["-c", script], env: {} } };
   }
 

@@ -18,7 +18,8 @@ function configError(fn: () => unknown, pattern: RegExp) {
 
 describe(".mcp.json (SPEC sections 10 and 11)", () => {
   test("servers keep the order of the file, integer-like names included", () => {
-    const text = `{"mcpServers": {"zeta": {"command": "a"}, "10": {"command": "b"}, "alpha": {"url": "http://x/mcp"}, "2": {"command": "c"}}}`;
+    const text =
+      `{"mcpServers": {"zeta": {"command": "a"}, "10": {"command": "b"}, "alpha": {"url": "http://x/mcp"}, "2": {"command": "c"}}}`;
     const names = parseMcpConfig(text, "/cfg/.mcp.json", opts).map((s) => s.name);
     assert.deepEqual(names, ["zeta", "10", "alpha", "2"]);
   });
@@ -26,13 +27,29 @@ describe(".mcp.json (SPEC sections 10 and 11)", () => {
   test("stdio and http shapes, ${VAR} expansion, relative cwd against the file's folder", () => {
     const [a, b] = parse({
       mcpServers: {
-        a: { command: "${HOME}/bin/srv", args: ["--token", "${TOKEN}", "${MISSING:-fallback}"], env: { K: "${TOKEN}" }, cwd: "sub" },
-        b: { type: "streamable-http", url: "http://127.0.0.1:1/mcp", headers: { Authorization: "Bearer ${TOKEN}" }, protocol: "legacy" },
+        a: {
+          command: "${HOME}/bin/srv",
+          args: ["--token", "${TOKEN}", "${MISSING:-fallback}"],
+          env: { K: "${TOKEN}" },
+          cwd: "sub",
+        },
+        b: {
+          type: "streamable-http",
+          url: "http://127.0.0.1:1/mcp",
+          headers: { Authorization: "Bearer ${TOKEN}" },
+          protocol: "legacy",
+        },
       },
     });
     assert.deepEqual(a, {
       name: "a",
-      transport: { type: "stdio", command: "/home/u/bin/srv", args: ["--token", "t0k", "fallback"], env: { K: "t0k" }, cwd: "/cfg/sub" },
+      transport: {
+        type: "stdio",
+        command: "/home/u/bin/srv",
+        args: ["--token", "t0k", "fallback"],
+        env: { K: "t0k" },
+        cwd: "/cfg/sub",
+      },
     });
     assert.deepEqual(b, {
       name: "b",
@@ -57,7 +74,10 @@ describe(".mcp.json (SPEC sections 10 and 11)", () => {
     configError(() => parse({ mcpServers: { s: { command: "x", env: { A: 1 } } } }), /mcpServers\.s\.env\.A/);
     configError(() => parse({ mcpServers: { s: { url: "not a url" } } }), /mcpServers\.s\.url/);
     configError(() => parse({ mcpServers: { s: { url: "ftp://host/mcp" } } }), /mcpServers\.s\.url .*http/);
-    configError(() => parse({ mcpServers: { s: { command: "${NOT_SET_ANYWHERE}" } } }), /mcpServers\.s\.command .*empty/);
+    configError(
+      () => parse({ mcpServers: { s: { command: "${NOT_SET_ANYWHERE}" } } }),
+      /mcpServers\.s\.command .*empty/,
+    );
     configError(() => parse({ mcpServers: { s: { command: "x", protocol: "2024" } } }), /mcpServers\.s\.protocol/);
     configError(() => parse({ mcpServers: [] }), /mcpServers must be an object/);
     configError(() => parseMcpConfig("{nope", "/cfg/.mcp.json", opts), /not valid JSON/);
@@ -74,7 +94,8 @@ describe(".mcp.json (SPEC sections 10 and 11)", () => {
   });
 
   test("key order scanner handles nesting, escapes and arrays", () => {
-    const text = `{"a": [1, {"mcpServers": {}}], "mcpServers": {"q\\"x": {"args": ["}", "{"]}, "1": {}, "b": {"n": {"m": 1}}}}`;
+    const text =
+      `{"a": [1, {"mcpServers": {}}], "mcpServers": {"q\\"x": {"args": ["}", "{"]}, "1": {}, "b": {"n": {"m": 1}}}}`;
     assert.deepEqual(objectKeysInOrder(text, ["mcpServers"]), ['q"x', "1", "b"]);
   });
 

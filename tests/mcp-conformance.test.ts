@@ -24,7 +24,11 @@ const AUTH_SUITES = ["auth", "backcompat", "draft", "extensions"];
 
 function runSuite(args: string[]): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(bun, [suite, ...args], { cwd: repoRoot, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(bun, [suite, ...args], {
+      cwd: repoRoot,
+      env: { ...process.env, NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout.on("data", (d: Buffer) => (output += d.toString()));
     child.stderr.on("data", (d: Buffer) => (output += d.toString()));
@@ -74,7 +78,11 @@ describe("MCP conformance suite, client scenarios", { skip: !runsOnce }, () => {
     const ran: string[] = [];
     for (const name of AUTH_SUITES) {
       const { code, output } = await runSuite(clientArgs(["--suite", name]));
-      assert.equal(code, 0, `suite "${name}": a failure outside the baseline or a stale entry:\n${output.slice(-3000)}`);
+      assert.equal(
+        code,
+        0,
+        `suite "${name}": a failure outside the baseline or a stale entry:\n${output.slice(-3000)}`,
+      );
       assert.match(output, /Baseline check passed/, output.slice(-3000));
       passed.push(...[...output.matchAll(/^✓ ([\w/.-]+): [1-9]\d* passed, 0 failed$/gm)].map((m) => m[1] ?? ""));
       ran.push(...[...output.matchAll(/^[✓✗] ([\w/.-]+): \d+ passed/gm)].map((m) => m[1] ?? ""));

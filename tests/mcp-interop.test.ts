@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any
 /**
  * lib/mcp/ against real peers: the official SDK 1.x (legacy) and 2.x (both eras) servers over
  * stdio and Streamable HTTP, each run under node, bun and deno (the cross-runtime matrix runs
@@ -29,7 +30,11 @@ function options(extra: Partial<McpConnectOptions> = {}): McpConnectOptions {
   return { sessionId: "sess-interop", env: process.env, ...extra };
 }
 
-async function roundTrip(config: McpServerConfig, era: McpEra, extra: Partial<McpConnectOptions> = {}): Promise<McpConnection> {
+async function roundTrip(
+  config: McpServerConfig,
+  era: McpEra,
+  extra: Partial<McpConnectOptions> = {},
+): Promise<McpConnection> {
   const c = await connectMcp(config, options(extra));
   try {
     assert.equal(c.era, era);
@@ -43,7 +48,12 @@ async function roundTrip(config: McpServerConfig, era: McpEra, extra: Partial<Mc
   return c;
 }
 
-function http(name: string, url: string, extra: Partial<McpServerConfig> = {}, headers: Record<string, string> = {}): McpServerConfig {
+function http(
+  name: string,
+  url: string,
+  extra: Partial<McpServerConfig> = {},
+  headers: Record<string, string> = {},
+): McpServerConfig {
   return { name, transport: { type: "http", url, headers }, ...extra };
 }
 
@@ -113,7 +123,10 @@ describe("legacy Streamable HTTP sessions (SDK 1.x server)", () => {
   });
 
   test("custom headers from the configuration are sent with every request", async () => {
-    const c = await connectMcp(http("h", server.url, {}, { Authorization: "Bearer tok-123", "X-Custom": "yes" }), options());
+    const c = await connectMcp(
+      http("h", server.url, {}, { Authorization: "Bearer tok-123", "X-Custom": "yes" }),
+      options(),
+    );
     try {
       const headers = JSON.parse(textOf(await c.callTool("headers", {})));
       assert.equal(headers.authorization, "Bearer tok-123");
@@ -160,7 +173,9 @@ describe("legacy Streamable HTTP sessions (SDK 1.x server)", () => {
 /** A tiny raw HTTP peer: `handler` gets each parsed POST body; every request is recorded. */
 async function rawHttp(
   handler: (body: any, req: IncomingMessage, res: ServerResponse) => void,
-): Promise<{ url: string; log: Array<{ method: string; body: any; headers: IncomingMessage["headers"] }>; server: Server }> {
+): Promise<
+  { url: string; log: Array<{ method: string; body: any; headers: IncomingMessage["headers"] }>; server: Server }
+> {
   const log: Array<{ method: string; body: any; headers: IncomingMessage["headers"] }> = [];
   const server = createServer((req, res) => {
     let text = "";
@@ -209,7 +224,8 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
         id: body.id,
         error: {
           code: -32020,
-          message: 'Bad Request: the request headers and body disagree: the Mcp-Method header carries "tools/list" but the body method is "server/discover"',
+          message:
+            'Bad Request: the request headers and body disagree: the Mcp-Method header carries "tools/list" but the body method is "server/discover"',
           data: { mismatch: { header: "Mcp-Method", body: "method" } },
         },
       })
@@ -217,7 +233,10 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
     try {
       await assert.rejects(connectMcp(http("mismatch", peer.url), options()), (e: unknown) => {
         assert.ok(e instanceof AgentError && e.code === "mcp-connect");
-        assert.match(e.message, /^Cannot connect to server "mismatch": it refused the request's headers \(header mismatch, code -32020\): Bad Request: the request headers and body disagree/);
+        assert.match(
+          e.message,
+          /^Cannot connect to server "mismatch": it refused the request's headers \(header mismatch, code -32020\): Bad Request: the request headers and body disagree/,
+        );
         return true;
       });
       assert.deepEqual(peer.log.map((r) => r.body?.method), ["server/discover"], "no initialize");
@@ -230,9 +249,15 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
     const peer = await rawHttp((body, _req, res) => {
       if (body === undefined) return void res.writeHead(405).end();
       if (body.id === undefined) return void res.writeHead(202).end();
-      if (body.method === "server/discover") return json(res, 200, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request" } });
+      if (body.method === "server/discover") {
+        return json(res, 200, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request" } });
+      }
       if (body.method === "initialize") {
-        return json(res, 200, { jsonrpc: "2.0", id: body.id, result: { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "old", version: "0" } } });
+        return json(res, 200, {
+          jsonrpc: "2.0",
+          id: body.id,
+          result: { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "old", version: "0" } },
+        });
       }
       json(res, 200, { jsonrpc: "2.0", id: body.id, result: { tools: [] } });
     });
@@ -254,13 +279,22 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
         return json(res, 200, {
           jsonrpc: "2.0",
           id: body.id,
-          result: { resultType: "complete", supportedVersions: ["2026-07-28"], capabilities: { tools: {} }, serverInfo: { name: "raw-modern", version: "1" } },
+          result: {
+            resultType: "complete",
+            supportedVersions: ["2026-07-28"],
+            capabilities: { tools: {} },
+            serverInfo: { name: "raw-modern", version: "1" },
+          },
         });
       }
       if (body.params?.name === "missing") {
         return json(res, 404, { jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "Tool not found" } });
       }
-      json(res, 200, { jsonrpc: "2.0", id: body.id, result: { resultType: "complete", content: [{ type: "text", text: "ok" }] } });
+      json(res, 200, {
+        jsonrpc: "2.0",
+        id: body.id,
+        result: { resultType: "complete", content: [{ type: "text", text: "ok" }] },
+      });
     });
     try {
       const c = await connectMcp(http("modern", peer.url), options());
@@ -292,10 +326,18 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
       if (body === undefined) return void res.writeHead(405).end();
       if (body.id === undefined) return void res.writeHead(202).end();
       if (body.method === "server/discover") {
-        return json(res, 400, { jsonrpc: "2.0", id: body.id, error: { code: -32022, message: "Unsupported protocol version", data: { supported: ["2025-06-18"] } } });
+        return json(res, 400, {
+          jsonrpc: "2.0",
+          id: body.id,
+          error: { code: -32022, message: "Unsupported protocol version", data: { supported: ["2025-06-18"] } },
+        });
       }
       if (body.method === "initialize") {
-        return json(res, 200, { jsonrpc: "2.0", id: body.id, result: { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "old", version: "0" } } });
+        return json(res, 200, {
+          jsonrpc: "2.0",
+          id: body.id,
+          result: { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "old", version: "0" } },
+        });
       }
       json(res, 200, { jsonrpc: "2.0", id: body.id, result: { tools: [] } });
     });
@@ -316,10 +358,18 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
   test("an SSE answer is read until our response, and server requests on the stream are answered", async () => {
     const peer = await rawHttp((body, _req, res) => {
       if (body === undefined) return void res.writeHead(200).end();
-      if (body.method === "server/discover") return json(res, 404, { jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "nope" } });
+      if (body.method === "server/discover") {
+        return json(res, 404, { jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "nope" } });
+      }
       if (body.method === "initialize") {
         res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "S1" });
-        return void res.end(JSON.stringify({ jsonrpc: "2.0", id: body.id, result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "sse", version: "0" } } }));
+        return void res.end(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: body.id,
+            result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "sse", version: "0" } },
+          }),
+        );
       }
       if (body.id === undefined || body.method === undefined) return void res.writeHead(202).end();
       res.writeHead(200, { "content-type": "text/event-stream" });
@@ -327,7 +377,11 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
       res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" })}\n\n`);
       res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: "s-x", method: "roots/list" })}\n\n`);
       setTimeout(() => {
-        res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: body.id, result: { content: [{ type: "text", text: "via sse" }] } })}\n\n`);
+        res.write(
+          `data: ${
+            JSON.stringify({ jsonrpc: "2.0", id: body.id, result: { content: [{ type: "text", text: "via sse" }] } })
+          }\n\n`,
+        );
       }, 50);
     });
     let changed = 0;
@@ -375,13 +429,20 @@ describe("third-party servers from node_modules/.bin", () => {
   test("mcp-server-memory: creates an entity and reads it back", async () => {
     const config: McpServerConfig = {
       name: "memory",
-      transport: { type: "stdio", command: `${bin}mcp-server-memory`, args: [], env: { MEMORY_FILE_PATH: join(dir, "memory.jsonl") } },
+      transport: {
+        type: "stdio",
+        command: `${bin}mcp-server-memory`,
+        args: [],
+        env: { MEMORY_FILE_PATH: join(dir, "memory.jsonl") },
+      },
     };
     const c = await connectMcp(config, options());
     try {
       const names = (await c.listTools()).map((t) => t.name);
       assert.ok(names.includes("create_entities") && names.includes("read_graph"));
-      await c.callTool("create_entities", { entities: [{ name: "sprout", entityType: "agent", observations: ["likes hooks"] }] });
+      await c.callTool("create_entities", {
+        entities: [{ name: "sprout", entityType: "agent", observations: ["likes hooks"] }],
+      });
       assert.match(textOf(await c.callTool("read_graph", {})), /likes hooks/);
     } finally {
       await c.close();
@@ -458,8 +519,12 @@ describe("detection cost", { skip: !runsOnce }, () => {
     };
     const list = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(", ");
     console.log(
-      `detection cost (SDK 1.x stdio server under bun, client under ${runtime()}): detected ${median(detected).toFixed(0)} ms, ` +
-        `pinned legacy ${median(pinned).toFixed(0)} ms (medians of 6; detected ${list(detected)}; pinned ${list(pinned)})`,
+      `detection cost (SDK 1.x stdio server under bun, client under ${runtime()}): detected ${
+        median(detected).toFixed(0)
+      } ms, ` +
+        `pinned legacy ${median(pinned).toFixed(0)} ms (medians of 6; detected ${list(detected)}; pinned ${
+          list(pinned)
+        })`,
     );
     assert.ok(median(detected) < median(pinned) + 1500, "no probe timeout: the -32601 answer settles it");
   });
@@ -474,18 +539,44 @@ describe("Streamable HTTP answers are bounded (lib/mcp/http.ts)", () => {
       if (body?.id === undefined) return { empty: 202 };
       const id = body.id;
       if (body.method === "server/discover") {
-        return { json: { jsonrpc: "2.0", id, result: { ...modern, supportedVersions: ["2026-07-28"], capabilities: { tools: {} }, serverInfo: { name: "flood", version: "1" } } } };
+        return {
+          json: {
+            jsonrpc: "2.0",
+            id,
+            result: {
+              ...modern,
+              supportedVersions: ["2026-07-28"],
+              capabilities: { tools: {} },
+              serverInfo: { name: "flood", version: "1" },
+            },
+          },
+        };
       }
-      if (body.method === "tools/list") return { json: { jsonrpc: "2.0", id, result: { ...modern, tools, ttlMs: 600_000 } } };
+      if (body.method === "tools/list") {
+        return { json: { jsonrpc: "2.0", id, result: { ...modern, tools, ttlMs: 600_000 } } };
+      }
       switch (body.params?.name) {
-        case "json": return { contentType: "application/json", prefix: `{"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"` };
-        case "sse": return { contentType: "text/event-stream", prefix: "event: message\ndata: " };
-        case "error": return { status: 500, contentType: "text/plain", prefix: "Internal error: " };
-        case "html": return { contentType: "text/html", prefix: "<html>" };
-        default: return { json: { jsonrpc: "2.0", id, result: { ...modern, content: [{ type: "text", text: "still here" }] } } };
+        case "json":
+          return {
+            contentType: "application/json",
+            prefix: `{"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"`,
+          };
+        case "sse":
+          return { contentType: "text/event-stream", prefix: "event: message\ndata: " };
+        case "error":
+          return { status: 500, contentType: "text/plain", prefix: "Internal error: " };
+        case "html":
+          return { contentType: "text/html", prefix: "<html>" };
+        default:
+          return {
+            json: { jsonrpc: "2.0", id, result: { ...modern, content: [{ type: "text", text: "still here" }] } },
+          };
       }
     });
-    const { registry, failures } = await createRegistry([{ name: "flood", transport: { type: "http", url: `${server.url}/mcp`, headers: {} } }], {
+    const { registry, failures } = await createRegistry([{
+      name: "flood",
+      transport: { type: "http", url: `${server.url}/mcp`, headers: {} },
+    }], {
       sessionId: "bounded",
       maxLineBytes: MiB,
     });
@@ -496,13 +587,27 @@ describe("Streamable HTTP answers are bounded (lib/mcp/http.ts)", () => {
         assert.equal(outcome.isError, true, tool);
         return outcome.content.map((b) => (b.type === "text" ? b.text : "")).join("\n");
       };
-      assert.match(await call("json"), /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: the JSON answer is larger than 1048576 bytes \(SPROUT_AGENT_MAX_LINE_BYTES\); the rest was not read/);
-      assert.match(await call("sse"), /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: an SSE event is larger than 1048576 bytes \(SPROUT_AGENT_MAX_LINE_BYTES\); the rest was not read/);
-      assert.match(await call("error"), /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: HTTP 500: Internal error: x{200}/);
-      assert.match(await call("html"), /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: unexpected answer \(HTTP 200, content type "text\/html"\)/);
+      assert.match(
+        await call("json"),
+        /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: the JSON answer is larger than 1048576 bytes \(SPROUT_AGENT_MAX_LINE_BYTES\); the rest was not read/,
+      );
+      assert.match(
+        await call("sse"),
+        /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: an SSE event is larger than 1048576 bytes \(SPROUT_AGENT_MAX_LINE_BYTES\); the rest was not read/,
+      );
+      assert.match(
+        await call("error"),
+        /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: HTTP 500: Internal error: x{200}/,
+      );
+      assert.match(
+        await call("html"),
+        /^Tool call to server "flood" failed: Request "tools\/call" to server "flood" failed: unexpected answer \(HTTP 200, content type "text\/html"\)/,
+      );
       const outcome = await registry.callTool("flood__echo", {}, { timeoutMs: 20_000 });
       assert.deepEqual(outcome.content, [{ type: "text", text: "still here" }], "the server is still usable");
-      for (let i = 0; i < 100 && server.records.some((r) => r.closedAt === undefined); i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 100 && server.records.some((r) => r.closedAt === undefined); i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
       for (const [index, record] of server.records.entries()) {
         assert.equal(record.ended, false, `answer ${index} was not read to its end`);
         assert.ok(record.bytes < 8 * MiB, `answer ${index}: the server sent ${record.bytes} bytes`);

@@ -196,7 +196,11 @@ describe("McpConnection.toolsStale", () => {
   test("modern: stale at once for ttlMs 0, fresh for a long ttlMs until a change notice arrives; legacy: never (notices only)", async () => {
     const changes: string[] = [];
     const open = (args: string[], protocol?: McpEra) =>
-      connectMcp(stdio(args, protocol), { sessionId: "stale", env: process.env, onToolsChanged: () => changes.push(args.join(" ")) });
+      connectMcp(stdio(args, protocol), {
+        sessionId: "stale",
+        env: process.env,
+        onToolsChanged: () => changes.push(args.join(" ")),
+      });
     const zero = await open([]);
     try {
       await zero.listTools();
@@ -231,7 +235,10 @@ describe("McpConnection.toolsStale", () => {
 
 describe("subscriptions/listen edge cases (hand-written modern stdio server)", () => {
   function modern(flags: string[] = []): McpServerConfig {
-    return { name: "m", transport: { type: "stdio", command: "node", args: [`${fixtures}modern-listen.mjs`, ...flags], env: {} } };
+    return {
+      name: "m",
+      transport: { type: "stdio", command: "node", args: [`${fixtures}modern-listen.mjs`, ...flags], env: {} },
+    };
   }
 
   async function withModern(
@@ -267,7 +274,10 @@ describe("subscriptions/listen edge cases (hand-written modern stdio server)", (
       assert.equal(await waitFor(() => changes() === 1, 5000), true);
       assert.equal(conn.toolsStale, true);
       assert.equal(warnings.length, 1);
-      assert.match(warnings[0]!, /^Server "m" ended the subscription to its tool-list changes \(the server cancelled it\)/);
+      assert.match(
+        warnings[0]!,
+        /^Server "m" ended the subscription to its tool-list changes \(the server cancelled it\)/,
+      );
       await conn.listTools();
       assert.equal(conn.toolsStale, false);
       assert.equal(await listens(conn), "listens 2, cancelled 0");
@@ -303,7 +313,9 @@ describe("subscriptions/listen edge cases (hand-written modern stdio server)", (
 
   test("an acknowledgement without toolsListChanged is a warning and ends the subscription", async () => {
     await withModern(["--partial"], async (conn, warnings) => {
-      assert.deepEqual(warnings, ['Server "m" did not accept a subscription to its tool-list changes; relying on its freshness hint']);
+      assert.deepEqual(warnings, [
+        'Server "m" did not accept a subscription to its tool-list changes; relying on its freshness hint',
+      ]);
       await conn.listTools();
       assert.equal(await listens(conn), "listens 1, cancelled 1");
     });
@@ -314,7 +326,10 @@ describe("subscriptions/listen edge cases (hand-written modern stdio server)", (
     await withModern(["--no-ack"], async (conn, warnings) => {
       assert.ok(performance.now() - started >= 1000);
       assert.equal(warnings.length, 1);
-      assert.match(warnings[0]!, /^Cannot subscribe to the tool-list changes of server "m": no acknowledgement within \d/);
+      assert.match(
+        warnings[0]!,
+        /^Cannot subscribe to the tool-list changes of server "m": no acknowledgement within \d/,
+      );
       assert.deepEqual((await conn.listTools()).map((t) => t.name), ["listens", "drop", "change"]);
       assert.equal(await listens(conn), "listens 1, cancelled 1");
     }, 1500);

@@ -127,6 +127,15 @@ describe("redirectConsole", () => {
       restore();
     }
     assert.equal(console.log, original);
-    assert.deepEqual(lines, ["hello world 42\n", "info\n", "debug\n", "{ a: [ 1, 2 ] }\n", "[ { a: 1 } ]\n", "group label\n", "n: 1\n", "n: 2\n"]);
+    assert.deepEqual(lines, [
+      "hello world 42\n",
+      "info\n",
+      "debug\n",
+      "{ a: [ 1, 2 ] }\n",
+      "[ { a: 1 } ]\n",
+      "group label\n",
+      "n: 1\n",
+      "n: 2\n",
+    ]);
   });
 });

@@ -27,7 +27,13 @@ function offlineEnv(extra: Record<string, string> = {}): Record<string, string> 
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !/^(npm_|SPROUT_AGENT_|ANTHROPIC_|OPENAI_COMPAT_)/i.test(k)) env[k] = v;
   }
-  return { ...env, NO_COLOR: "1", npm_config_registry: "http://127.0.0.1:9/", npm_config_update_notifier: "false", ...extra };
+  return {
+    ...env,
+    NO_COLOR: "1",
+    npm_config_registry: "http://127.0.0.1:9/",
+    npm_config_update_notifier: "false",
+    ...extra,
+  };
 }
 
 function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = offlineEnv()): Promise<Ran> {
@@ -53,7 +59,8 @@ function ok(ran: Ran, what: string): string {
 // What to change when the entry point changes (e.g. to `createAgent`): the import, and the
 // prompt run it makes (which must leave `run`, with its events and `run.result`, and `close`).
 const IMPORT = `import { agentOptionsFromEnv, createAgent, VERSION } from "sprout-agent";`;
-const START_RUN = `const agent = await createAgent(agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" }, { readFile: (p) => readFileSync(p, "utf8") }));
+const START_RUN =
+  `const agent = await createAgent(agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" }, { readFile: (p) => readFileSync(p, "utf8") }));
 const run = agent.prompt("say hello");
 const close = () => agent.close();`;
 
@@ -67,7 +74,9 @@ let text = "";
 for await (const e of run) if (e.type === "text-delta") text += e.text;
 const { stopReason } = await run.result;
 await close();
-console.log(JSON.stringify({ version: VERSION, text, stopReason, testing: typeof startFakeLlm, resolved: import.meta.resolve(${JSON.stringify(specifier("sprout-agent"))}) }));
+console.log(JSON.stringify({ version: VERSION, text, stopReason, testing: typeof startFakeLlm, resolved: import.meta.resolve(${
+    JSON.stringify(specifier("sprout-agent"))
+  }) }));
 `;
 }
 
@@ -81,12 +90,17 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "sprout-pkg-"));
-    const packed = JSON.parse(ok(await run("npm", ["pack", "--json", "--pack-destination", dir], repoRoot), "npm pack").replace(/^[^[]*/, ""));
+    const packed = JSON.parse(
+      ok(await run("npm", ["pack", "--json", "--pack-destination", dir], repoRoot), "npm pack").replace(/^[^[]*/, ""),
+    );
     files = (packed[0].files as Array<{ path: string }>).map((f) => f.path);
     project = join(dir, "project");
     mkdirSync(project);
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
-    ok(await run("npm", ["install", "--offline", "--no-audit", "--no-fund", join(dir, packed[0].filename)], project), "npm install");
+    ok(
+      await run("npm", ["install", "--offline", "--no-audit", "--no-fund", join(dir, packed[0].filename)], project),
+      "npm install",
+    );
     writeFileSync(join(project, "script.json"), JSON.stringify([{ text: "hello from the package" }]));
     writeFileSync(join(project, "main.mjs"), program((name) => name));
     writeFileSync(join(project, "main-deno.mjs"), program((name) => `npm:${name}`));
@@ -96,10 +110,26 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
   });
 
   test("the tarball holds the built JavaScript, the declarations and the TypeScript sources, and no tests", () => {
-    for (const f of ["dist/mod.js", "dist/mod.d.ts", "dist/testing.js", "dist/testing.d.ts", "dist/cli.js", "mod.ts", "testing.ts", "cli.ts", "lib/loop.ts", "LICENSE", "README.md"]) {
+    for (
+      const f of [
+        "dist/mod.js",
+        "dist/mod.d.ts",
+        "dist/testing.js",
+        "dist/testing.d.ts",
+        "dist/cli.js",
+        "mod.ts",
+        "testing.ts",
+        "cli.ts",
+        "lib/loop.ts",
+        "LICENSE",
+        "README.md",
+      ]
+    ) {
       assert.ok(files.includes(f), `${f} is missing from the tarball`);
     }
-    const stray = files.filter((f) => !/^(dist\/|lib\/|(mod|testing|cli)\.ts$|README\.md$|LICENSE$|package\.json$)/.test(f));
+    const stray = files.filter((f) =>
+      !/^(dist\/|lib\/|(mod|testing|cli)\.ts$|README\.md$|LICENSE$|package\.json$)/.test(f)
+    );
     assert.deepEqual(stray, []);
     const pkg = join(project, "node_modules/sprout-agent");
     assert.match(readFileSync(join(pkg, "dist/cli.js"), "utf8"), /^#!\/usr\/bin\/env node\n/);
@@ -139,7 +169,15 @@ const version: string = VERSION;
 console.log(version, kind, typeof startFakeLlm);
 `,
     );
-    const options = { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, noEmit: true, types: [], lib: ["ES2023", "DOM"] };
+    const options = {
+      module: "NodeNext",
+      moduleResolution: "NodeNext",
+      target: "ES2022",
+      strict: true,
+      noEmit: true,
+      types: [],
+      lib: ["ES2023", "DOM"],
+    };
     writeFileSync(join(project, "tsconfig.json"), JSON.stringify({ compilerOptions: options, files: ["consumer.ts"] }));
     ok(await run("node", [join(repoRoot, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], project), "tsc");
   });

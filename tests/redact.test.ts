@@ -5,7 +5,10 @@ import { configSecrets, envSecrets, headerSecrets, redact, REDACTED, redactEvent
 
 describe("redact", () => {
   test("every occurrence of a known secret is replaced, the longest first", () => {
-    assert.equal(redact("key sk-abc123 and sk-abc123456", ["sk-abc123", "sk-abc123456"]), `key ${REDACTED} and ${REDACTED}`);
+    assert.equal(
+      redact("key sk-abc123 and sk-abc123456", ["sk-abc123", "sk-abc123456"]),
+      `key ${REDACTED} and ${REDACTED}`,
+    );
   });
 
   test("a secret is also found in its JSON-escaped form", () => {
@@ -18,23 +21,27 @@ describe("redact", () => {
   });
 
   test("values after credential names are removed even when the secret is unknown", () => {
-    for (const [input, expected] of [
-      ["Authorization: Bearer abcdefghijkl", `Authorization: Bearer ${REDACTED}`],
-      ['{"authorization":"Basic dXNlcjpwYXNz"}', `{"authorization":"Basic ${REDACTED}"}`],
-      ["x-api-key: sk-ant-xyz-123", `x-api-key: ${REDACTED}`],
-      ["got api_key=abc123&x=1", `got api_key=${REDACTED}&x=1`],
-      ["token bearer eyJhbGciOiJIUzI1NiJ9.e30.sig", `token bearer ${REDACTED}`],
-      ["https://user:hunter22@example.com/mcp", `https://user:${REDACTED}@example.com/mcp`],
-    ] as Array<[string, string]>) assert.equal(redact(input), expected, input);
+    for (
+      const [input, expected] of [
+        ["Authorization: Bearer abcdefghijkl", `Authorization: Bearer ${REDACTED}`],
+        ['{"authorization":"Basic dXNlcjpwYXNz"}', `{"authorization":"Basic ${REDACTED}"}`],
+        ["x-api-key: sk-ant-xyz-123", `x-api-key: ${REDACTED}`],
+        ["got api_key=abc123&x=1", `got api_key=${REDACTED}&x=1`],
+        ["token bearer eyJhbGciOiJIUzI1NiJ9.e30.sig", `token bearer ${REDACTED}`],
+        ["https://user:hunter22@example.com/mcp", `https://user:${REDACTED}@example.com/mcp`],
+      ] as Array<[string, string]>
+    ) assert.equal(redact(input), expected, input);
   });
 
   test("ordinary messages are left alone", () => {
-    for (const text of [
-      'Missing ANTHROPIC_API_KEY: required when SPROUT_AGENT_PROVIDER=anthropic',
-      'Request "tools/list" to server "api" failed: HTTP 401 (check the server\'s headers, for example Authorization)',
-      "Invalid OPENAI_COMPAT_API_KEY: it contains a line break",
-      "Anthropic request failed with status 529 after 4 attempts: overloaded_error: Overloaded",
-    ]) assert.equal(redact(text), text);
+    for (
+      const text of [
+        "Missing ANTHROPIC_API_KEY: required when SPROUT_AGENT_PROVIDER=anthropic",
+        'Request "tools/list" to server "api" failed: HTTP 401 (check the server\'s headers, for example Authorization)',
+        "Invalid OPENAI_COMPAT_API_KEY: it contains a line break",
+        "Anthropic request failed with status 529 after 4 attempts: overloaded_error: Overloaded",
+      ]
+    ) assert.equal(redact(text), text);
   });
 
   test("a known secret next to a credential name is redacted once, not mangled", () => {
@@ -50,13 +57,27 @@ describe("redact", () => {
 describe("redactValue and redactEvent", () => {
   test("every string in an object is redacted; keys, numbers and shape are kept", () => {
     const value = { type: "warning", message: "bad sk-000111", nested: [{ a: "sk-000111" }, 3], n: 1 };
-    assert.deepEqual(redactValue(value, ["sk-000111"]), { type: "warning", message: `bad ${REDACTED}`, nested: [{ a: REDACTED }, 3], n: 1 });
+    assert.deepEqual(redactValue(value, ["sk-000111"]), {
+      type: "warning",
+      message: `bad ${REDACTED}`,
+      nested: [{ a: REDACTED }, 3],
+      n: 1,
+    });
   });
 
   test("events of the model's own text lose known secrets only; warnings lose credential values too", () => {
-    assert.deepEqual(redactEvent({ type: "text-delta", text: "set api_key=YOUR_KEY" }, []), { type: "text-delta", text: "set api_key=YOUR_KEY" });
-    assert.deepEqual(redactEvent({ type: "text-delta", text: "it is sk-99999999" }, ["sk-99999999"]), { type: "text-delta", text: `it is ${REDACTED}` });
-    assert.deepEqual(redactEvent({ type: "warning", message: "x-api-key: abcdefgh" }, []), { type: "warning", message: `x-api-key: ${REDACTED}` });
+    assert.deepEqual(redactEvent({ type: "text-delta", text: "set api_key=YOUR_KEY" }, []), {
+      type: "text-delta",
+      text: "set api_key=YOUR_KEY",
+    });
+    assert.deepEqual(redactEvent({ type: "text-delta", text: "it is sk-99999999" }, ["sk-99999999"]), {
+      type: "text-delta",
+      text: `it is ${REDACTED}`,
+    });
+    assert.deepEqual(redactEvent({ type: "warning", message: "x-api-key: abcdefgh" }, []), {
+      type: "warning",
+      message: `x-api-key: ${REDACTED}`,
+    });
   });
 });
 
@@ -68,7 +89,11 @@ describe("where secrets come from", () => {
   });
 
   test("a server's env gives the values of credential-named variables", () => {
-    assert.deepEqual(envSecrets({ GITHUB_TOKEN: "ghp_x", DEBUG: "1", DB_PASSWORD: "pw", API_KEY: "k" }), ["ghp_x", "pw", "k"]);
+    assert.deepEqual(envSecrets({ GITHUB_TOKEN: "ghp_x", DEBUG: "1", DB_PASSWORD: "pw", API_KEY: "k" }), [
+      "ghp_x",
+      "pw",
+      "k",
+    ]);
   });
 
   test("configSecrets gathers API keys, server headers and credential env values", () => {

@@ -8,9 +8,9 @@ import { createRegistry, type RegistryOptions } from "../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
 import type { ToolDef } from "../lib/types.ts";
 import {
+  fakeConnect,
   FakeRpcError,
   FakeServer,
-  fakeConnect,
   httpConfig,
   sleep,
   stdioConfig,
@@ -197,17 +197,32 @@ describe("registry: limits and schemas (SPEC 5.4)", () => {
       { name: "notype", inputSchema: { properties: { a: { type: "string" } } } },
       { name: "scalar", inputSchema: { type: "string" } },
       { name: "mixed", inputSchema: { oneOf: [{ type: "object" }, { type: "string" }] } },
-      { name: "all", inputSchema: { allOf: [{ type: "object", required: ["a"] }, { properties: { b: {} }, required: ["b"] }] } },
+      {
+        name: "all",
+        inputSchema: { allOf: [{ type: "object", required: ["a"] }, { properties: { b: {} }, required: ["b"] }] },
+      },
       {
         name: "either",
-        inputSchema: { type: "object", properties: { a: {}, b: {} }, oneOf: [{ required: ["a"] }, { required: ["b"] }] },
+        inputSchema: {
+          type: "object",
+          properties: { a: {}, b: {} },
+          oneOf: [{ required: ["a"] }, { required: ["b"] }],
+        },
       },
     ]);
     const other = new FakeServer("other", ["fine"]);
     const { registry, warnings } = await setup([s, other]);
     try {
       const defs = await registry.listTools();
-      assert.deepEqual(names(defs), ["s__good", "s__bad", "s__none", "s__notype", "s__all", "s__either", "other__fine"]);
+      assert.deepEqual(names(defs), [
+        "s__good",
+        "s__bad",
+        "s__none",
+        "s__notype",
+        "s__all",
+        "s__either",
+        "other__fine",
+      ]);
       for (const d of defs) {
         assert.equal(d.inputSchema.type, "object");
         for (const key of ["anyOf", "oneOf", "allOf"]) assert.ok(!(key in d.inputSchema), `${d.name} ${key}`);
@@ -300,12 +315,18 @@ describe("registry: results and failures as data (SPEC 6.7, 6.8)", () => {
       const outcome = await registry.callTool("s__die", {}, { timeoutMs: 60_000 });
       assert.ok(performance.now() - started < 1000);
       assert.equal(outcome.isError, true);
-      assert.match(outText(outcome), /^Server "s" exited during tool "s__die" \(exit code 1\); stderr:\nfatal: out of cheese/);
+      assert.match(
+        outText(outcome),
+        /^Server "s" exited during tool "s__die" \(exit code 1\); stderr:\nfatal: out of cheese/,
+      );
       assert.ok(warnings.some((w) => w.startsWith('Server "s" exited (exit code 1)') && w.includes("out of cheese")));
       const fast = performance.now();
       const second = await registry.callTool("s__ok", {}, call);
       assert.ok(performance.now() - fast < 100);
-      assert.match(outText(second), /^Server "s" is not running: exited \(exit code 1\); next restart attempt in 0\.5 s$/);
+      assert.match(
+        outText(second),
+        /^Server "s" is not running: exited \(exit code 1\); next restart attempt in 0\.5 s$/,
+      );
       assert.equal((await registry.callTool("other__ok", {}, call)).isError, false);
       assert.deepEqual(registry.hookServers("ok"), ["other"]);
     } finally {
@@ -314,7 +335,9 @@ describe("registry: results and failures as data (SPEC 6.7, 6.8)", () => {
   });
 
   test("a tool timeout is an error outcome and kills a stdio server, which restarts lazily", async () => {
-    const s = new FakeServer("s", ["slow", "ok"], { slow: (_a, ctx) => sleep(5000, ctx.signal).then(() => text("late")) });
+    const s = new FakeServer("s", ["slow", "ok"], {
+      slow: (_a, ctx) => sleep(5000, ctx.signal).then(() => text("late")),
+    });
     const { registry, clock } = await setup([s]);
     try {
       const outcome = await registry.callTool("s__slow", {}, { timeoutMs: 200 });
@@ -512,7 +535,6 @@ async function realRegistry(configs: McpServerConfig[], extra: Partial<RegistryO
   return { registry, warnings };
 }
 
-
 describe("registry against real SDK stdio servers", () => {
   test("C13 C15 real server: legal distinct stable names, exact bare name on tools/call, anyOf schema rewritten", async () => {
     const { registry } = await realRegistry([fixture("fs", "names")]);
@@ -595,7 +617,9 @@ describe("registry against real SDK stdio servers", () => {
 
   test("close leaves no server process behind", async () => {
     const { registry } = await realRegistry([fixture("a", "life"), fixture("b", "life")]);
-    const pids = await Promise.all(["a__pid", "b__pid"].map(async (n) => Number(outText(await registry.callTool(n, {}, call)))));
+    const pids = await Promise.all(
+      ["a__pid", "b__pid"].map(async (n) => Number(outText(await registry.callTool(n, {}, call)))),
+    );
     await registry.close();
     for (const pid of pids) assert.ok(await gone(pid, 2000), `pid ${pid}`);
   });
@@ -603,7 +627,11 @@ describe("registry against real SDK stdio servers", () => {
 
 describe("registry: tools/list is sent once at start (issue 9)", () => {
   /** Starts the registry on `config`, runs two rounds' worth of listTools, and returns the methods the server got. */
-  async function rounds(config: McpServerConfig, methods: () => string[], fetchLike?: typeof fetch): Promise<[string[], string[]]> {
+  async function rounds(
+    config: McpServerConfig,
+    methods: () => string[],
+    fetchLike?: typeof fetch,
+  ): Promise<[string[], string[]]> {
     const options: RegistryOptions = { sessionId: "once", env: process.env, initTimeoutMs: 20_000 };
     if (fetchLike) options.fetch = fetchLike;
     const { registry, failures } = await createRegistry([config], options);
@@ -619,11 +647,13 @@ describe("registry: tools/list is sent once at start (issue 9)", () => {
 
   const tools = (list: string[]) => list.filter((m) => m === "tools/list").length;
 
-  for (const [label, file, args, era] of [
-    ["SDK 2.x (modern)", "sdk2-stdio.ts", [], "modern"],
-    ["SDK 2.x legacy-only", "sdk2-stdio.ts", ["--legacy-only"], "legacy"],
-    ["SDK 1.x (legacy)", "sdk1-stdio.ts", [], "legacy"],
-  ] as const) {
+  for (
+    const [label, file, args, era] of [
+      ["SDK 2.x (modern)", "sdk2-stdio.ts", [], "modern"],
+      ["SDK 2.x legacy-only", "sdk2-stdio.ts", ["--legacy-only"], "legacy"],
+      ["SDK 1.x (legacy)", "sdk1-stdio.ts", [], "legacy"],
+    ] as const
+  ) {
     test(`stdio, ${label}: one tools/list for the start and the first round`, async () => {
       const dir = mkdtempSync(join(tmpdir(), "sprout-once-"));
       const log = join(dir, "in.jsonl");
@@ -632,8 +662,12 @@ describe("registry: tools/list is sent once at start (issue 9)", () => {
         // Every line the agent writes to the real server is copied to `log`.
         const inner = tsServer("s", file, "bun", [...args]).transport as { command: string; args: string[] };
         const argv = [inner.command, ...inner.args].map((a) => `'${a}'`).join(" ");
-        const config: McpServerConfig = { name: "s", transport: { type: "stdio", command: "sh", args: ["-c", `tee -a '${log}' | exec ${argv}`], env: {} } };
-        const methods = () => readFileSync(log, "utf8").split("\n").filter((l) => l !== "").map((l) => String(JSON.parse(l).method));
+        const config: McpServerConfig = {
+          name: "s",
+          transport: { type: "stdio", command: "sh", args: ["-c", `tee -a '${log}' | exec ${argv}`], env: {} },
+        };
+        const methods = () =>
+          readFileSync(log, "utf8").split("\n").filter((l) => l !== "").map((l) => String(JSON.parse(l).method));
         const [atStart, afterRound] = await rounds(config, methods);
         assert.equal(atStart.includes("initialize"), era === "legacy", atStart.join(", "));
         assert.equal(tools(atStart), 1, atStart.join(", "));
@@ -644,7 +678,13 @@ describe("registry: tools/list is sent once at start (issue 9)", () => {
     });
   }
 
-  for (const [label, file, era] of [["SDK 2.x (modern)", "sdk2-http.ts", "modern"], ["SDK 1.x (legacy)", "sdk1-http.ts", "legacy"]] as const) {
+  for (
+    const [label, file, era] of [["SDK 2.x (modern)", "sdk2-http.ts", "modern"], [
+      "SDK 1.x (legacy)",
+      "sdk1-http.ts",
+      "legacy",
+    ]] as const
+  ) {
     test(`Streamable HTTP, ${label}: one tools/list for the start and the first round`, async () => {
       const fixture = await startHttpFixture(file, "bun");
       const posted: string[] = [];
@@ -653,7 +693,11 @@ describe("registry: tools/list is sent once at start (issue 9)", () => {
         return fetch(url, init);
       };
       try {
-        const [atStart, afterRound] = await rounds({ name: "s", transport: { type: "http", url: fixture.url, headers: {} } }, () => [...posted], counting);
+        const [atStart, afterRound] = await rounds(
+          { name: "s", transport: { type: "http", url: fixture.url, headers: {} } },
+          () => [...posted],
+          counting,
+        );
         assert.equal(atStart.includes("initialize"), era === "legacy", atStart.join(", "));
         assert.equal(tools(atStart), 1, atStart.join(", "));
         assert.equal(tools(afterRound), 1, afterRound.join(", "));

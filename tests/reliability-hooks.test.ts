@@ -42,8 +42,18 @@ describe("G1 no _Stop fault can trap the agent (every fault at once, stdio and H
   // Servers, in configuration order. Each lists only its hooks (and `pages` its 120 tools).
   const faults: Record<string, Record<string, string>> = {
     pages: { FAULT_STOP: "empty", FAULT_TOOLS: "120", FAULT_PAGE_SIZE: "50" }, // C11: hooks on page 3
-    delayed: { FAULT_STOP: "delay", FAULT_STOP_DELAY_MS: "200", FAULT_STOP_TEXT: "finish the docs", FAULT_STOP_COUNT: "2" },
-    late: { FAULT_STOP: "delay", FAULT_STOP_DELAY_MS: "4000", FAULT_STOP_TEXT: "LATE-REPLY-MUST-NOT-APPEAR", FAULT_SPAWN: "1" },
+    delayed: {
+      FAULT_STOP: "delay",
+      FAULT_STOP_DELAY_MS: "200",
+      FAULT_STOP_TEXT: "finish the docs",
+      FAULT_STOP_COUNT: "2",
+    },
+    late: {
+      FAULT_STOP: "delay",
+      FAULT_STOP_DELAY_MS: "4000",
+      FAULT_STOP_TEXT: "LATE-REPLY-MUST-NOT-APPEAR",
+      FAULT_SPAWN: "1",
+    },
     never: { FAULT_STOP: "never", FAULT_SPAWN: "2" },
     iserror: { FAULT_STOP: "iserror" },
     blank: { FAULT_STOP: "blank" },
@@ -66,7 +76,12 @@ describe("G1 no _Stop fault can trap the agent (every fault at once, stdio and H
     for (const [name, env] of Object.entries(faults)) {
       pidFiles[name] = dir.file(`${name}.pids`);
       logs[name] = dir.file(`${name}.log`);
-      servers[name] = faultEntry(name, { FAULT_NO_TOOLS: "1", FAULT_PID_FILE: pidFiles[name]!, FAULT_LOG: logs[name]!, ...env });
+      servers[name] = faultEntry(name, {
+        FAULT_NO_TOOLS: "1",
+        FAULT_PID_FILE: pidFiles[name]!,
+        FAULT_LOG: logs[name]!,
+        ...env,
+      });
     }
     httpLog = dir.file("http.log");
     http = await startFaultHttp({ FAULT_NAME: "web", FAULT_STOP: "never", FAULT_NO_TOOLS: "1", FAULT_LOG: httpLog });
@@ -82,7 +97,7 @@ describe("G1 no _Stop fault can trap the agent (every fault at once, stdio and H
       { text: "Using a tool first.", toolCalls: [{ name: "pages__t7", arguments: { text: "still working" } }] },
       { text: "Done now." },
     ];
-    await withLlm((request, index) => {
+    await withLlm((_request, index) => {
       if (index === 3) {
         // The agent waits on this (paused) response: within 1 s (CASES C04) every process of the
         // killed servers must be gone while it still runs.
@@ -94,10 +109,14 @@ describe("G1 no _Stop fault can trap the agent (every fault at once, stdio and H
       }
       return turns[index] ?? { status: 500 };
     }, async (llm) => {
-      run = await runCli(["run", "--json", "--mcp-config", config, "write the docs"], llmEnv(llm, {
-        MCP_HOOK_SERVERS: "*",
-        SPROUT_AGENT_HOOK_TIMEOUT_MS: String(HOOK_TIMEOUT_MS),
-      }), { cwd: dir.path });
+      run = await runCli(
+        ["run", "--json", "--mcp-config", config, "write the docs"],
+        llmEnv(llm, {
+          MCP_HOOK_SERVERS: "*",
+          SPROUT_AGENT_HOOK_TIMEOUT_MS: String(HOOK_TIMEOUT_MS),
+        }),
+        { cwd: dir.path },
+      );
       requests = [...llm.requests];
       await killCheck;
     }); // withLlm asserts guarantee 4 on the way out
@@ -140,15 +159,20 @@ describe("G1 no _Stop fault can trap the agent (every fault at once, stdio and H
     assert.equal(outcome("image"), "none");
     assert.equal(outcome("pages"), "none");
     const warnings = eventsOf(run, "warning").map((w) => String(w["message"]));
-    for (const [server, pattern] of [
-      ["iserror", /returned an error: _Stop is broken: test runner not found/],
-      ["rpcerror", /_Stop crashed inside the handler/],
-      ["crash", /exited \(code 7\)/],
-      ["blank", /only whitespace/],
-      ["image", /no text, only other content/],
-      ["late", /timed out after 1\.5 s \(1\/2\)/],
-    ] as const) {
-      assert.ok(warnings.some((w) => w.includes(`"${server}"`) && pattern.test(w)), `a warning names ${server}: ${pattern}`);
+    for (
+      const [server, pattern] of [
+        ["iserror", /returned an error: _Stop is broken: test runner not found/],
+        ["rpcerror", /_Stop crashed inside the handler/],
+        ["crash", /exited \(code 7\)/],
+        ["blank", /only whitespace/],
+        ["image", /no text, only other content/],
+        ["late", /timed out after 1\.5 s \(1\/2\)/],
+      ] as const
+    ) {
+      assert.ok(
+        warnings.some((w) => w.includes(`"${server}"`) && pattern.test(w)),
+        `a warning names ${server}: ${pattern}`,
+      );
     }
   });
 
@@ -164,7 +188,9 @@ describe("G1 no _Stop fault can trap the agent (every fault at once, stdio and H
 
   test("objections are injected as JSON, the huge one capped at 16 KiB; late replies never reach the LLM", () => {
     const second = JSON.stringify(requests[1]!.body["messages"]);
-    assert.ok(second.includes(JSON.stringify(JSON.stringify({ hook: "_Stop", server: "delayed", text: "finish the docs" }))));
+    assert.ok(
+      second.includes(JSON.stringify(JSON.stringify({ hook: "_Stop", server: "delayed", text: "finish the docs" }))),
+    );
     const huge = hooksOf(run, "_Stop").find((e) => e["server"] === "huge" && e["outcome"] === "objection")!;
     assert.ok(new TextEncoder().encode(String(huge["text"])).length <= MAX_HOOK_TEXT_BYTES);
     assert.ok(String(huge["text"]).startsWith("HUGE-START") && String(huge["text"]).endsWith("[truncated]"));
@@ -201,7 +227,10 @@ describe("G1 no _Stop fault can trap the agent (every fault at once, stdio and H
 
   test("a crashed hook server is dead: not called again, and the run goes on", () => {
     assert.equal(byServer(hooksOf(run, "_Stop"), "crash").length, 1);
-    assert.ok(hooksOf(run, "_Stop").filter((e) => e["server"] === "iserror").length >= 2, "error results do not stop later calls");
+    assert.ok(
+      hooksOf(run, "_Stop").filter((e) => e["server"] === "iserror").length >= 2,
+      "error results do not stop later calls",
+    );
     assert.match(sentText({ requests } as FakeLlm), /write the docs/);
   });
 });
@@ -209,7 +238,11 @@ describe("G1 no _Stop fault can trap the agent (every fault at once, stdio and H
 describe("G1 no _PostCompact fault can trap the agent", () => {
   const faults: Record<string, Record<string, string>> = {
     work: {},
-    delayed: { FAULT_POSTCOMPACT: "delay", FAULT_POSTCOMPACT_DELAY_MS: "200", FAULT_POSTCOMPACT_TEXT: "open todos: docs" },
+    delayed: {
+      FAULT_POSTCOMPACT: "delay",
+      FAULT_POSTCOMPACT_DELAY_MS: "200",
+      FAULT_POSTCOMPACT_TEXT: "open todos: docs",
+    },
     never: { FAULT_POSTCOMPACT: "never" },
     iserror: { FAULT_POSTCOMPACT: "iserror" },
     blank: { FAULT_POSTCOMPACT: "blank" },
@@ -225,49 +258,65 @@ describe("G1 no _PostCompact fault can trap the agent", () => {
     for (const [name, env] of Object.entries(faults)) {
       const pids = dir.file(`${name}.pc.pids`);
       pidFiles.push(pids);
-      servers[name] = faultEntry(name, { ...(name === "work" ? {} : { FAULT_NO_TOOLS: "1" }), FAULT_PID_FILE: pids, ...env });
+      servers[name] = faultEntry(name, {
+        ...(name === "work" ? {} : { FAULT_NO_TOOLS: "1" }),
+        FAULT_PID_FILE: pids,
+        ...env,
+      });
     }
     const config = writeMcpConfig(dir.file("mcp.json"), servers);
-    const isSummary = (r: RecordedRequest) => r.body["tools"] === undefined && JSON.stringify(r.body).includes("handoff");
+    const isSummary = (r: RecordedRequest) =>
+      r.body["tools"] === undefined && JSON.stringify(r.body).includes("handoff");
     const turns: FakeTurn[] = [
       { toolCalls: [{ name: "work__huge", arguments: { bytes: 6000 } }] },
       { toolCalls: [{ name: "work__echo", arguments: { text: "after compaction" } }] },
       { text: "finished" },
     ];
     let next = 0;
-    await withLlm((r) => (isSummary(r) ? { text: "SUMMARY: fill the context, then finish." } : turns[next++] ?? { status: 500 }), async (llm) => {
-      const run = await runCli(["run", "--json", "--mcp-config", config, "fill the context"], llmEnv(llm, {
-        MCP_HOOK_SERVERS: "*",
-        SPROUT_AGENT_HOOK_TIMEOUT_MS: String(HOOK_TIMEOUT_MS),
-        SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000",
-        SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000",
-      }), { cwd: dir.path });
-      assert.equal(run.code, 0, run.stderr);
-      assert.equal(run.events.at(-1)!["stopReason"], "end_turn");
-      const compaction = eventsOf(run, "compaction");
-      assert.equal(compaction.length, 1);
-      assert.equal(compaction[0]!["mode"], "summary");
-      assert.deepEqual(compaction[0]!["injected"], ["delayed", "huge"]);
-      const hooks = hooksOf(run, "_PostCompact");
-      const outcome = Object.fromEntries(hooks.map((e) => [e["server"], e["outcome"]]));
-      assert.deepEqual(outcome, {
-        delayed: "objection",
-        never: "timeout",
-        iserror: "error",
-        blank: "none",
-        image: "none",
-        huge: "objection",
-        rpcerror: "error",
-        crash: "error",
-      });
-      for (const e of hooks) assert.ok(Number(e["durationMs"]) <= HOOK_TIMEOUT_MS + SLACK_MS);
-      const afterCompaction = llm.requests.findIndex(isSummary) + 1;
-      const fresh = JSON.stringify(llm.requests[afterCompaction]!.body["messages"]);
-      assert.ok(fresh.includes(JSON.stringify(JSON.stringify({ hook: "_PostCompact", server: "delayed", text: "open todos: docs" }))));
-      assert.ok(fresh.length < 40_000, "the 1 MB hook text was capped");
-      const tools = eventsOf(run, "tool-end");
-      assert.deepEqual(tools.map((t) => t["ok"]), [true, true], "the agent still works after the faults");
-    });
+    await withLlm(
+      (r) => (isSummary(r) ? { text: "SUMMARY: fill the context, then finish." } : turns[next++] ?? { status: 500 }),
+      async (llm) => {
+        const run = await runCli(
+          ["run", "--json", "--mcp-config", config, "fill the context"],
+          llmEnv(llm, {
+            MCP_HOOK_SERVERS: "*",
+            SPROUT_AGENT_HOOK_TIMEOUT_MS: String(HOOK_TIMEOUT_MS),
+            SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000",
+            SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000",
+          }),
+          { cwd: dir.path },
+        );
+        assert.equal(run.code, 0, run.stderr);
+        assert.equal(run.events.at(-1)!["stopReason"], "end_turn");
+        const compaction = eventsOf(run, "compaction");
+        assert.equal(compaction.length, 1);
+        assert.equal(compaction[0]!["mode"], "summary");
+        assert.deepEqual(compaction[0]!["injected"], ["delayed", "huge"]);
+        const hooks = hooksOf(run, "_PostCompact");
+        const outcome = Object.fromEntries(hooks.map((e) => [e["server"], e["outcome"]]));
+        assert.deepEqual(outcome, {
+          delayed: "objection",
+          never: "timeout",
+          iserror: "error",
+          blank: "none",
+          image: "none",
+          huge: "objection",
+          rpcerror: "error",
+          crash: "error",
+        });
+        for (const e of hooks) assert.ok(Number(e["durationMs"]) <= HOOK_TIMEOUT_MS + SLACK_MS);
+        const afterCompaction = llm.requests.findIndex(isSummary) + 1;
+        const fresh = JSON.stringify(llm.requests[afterCompaction]!.body["messages"]);
+        assert.ok(
+          fresh.includes(
+            JSON.stringify(JSON.stringify({ hook: "_PostCompact", server: "delayed", text: "open todos: docs" })),
+          ),
+        );
+        assert.ok(fresh.length < 40_000, "the 1 MB hook text was capped");
+        const tools = eventsOf(run, "tool-end");
+        assert.deepEqual(tools.map((t) => t["ok"]), [true, true], "the agent still works after the faults");
+      },
+    );
     assert.deepEqual(survivors(...pidFiles), []);
   });
 });

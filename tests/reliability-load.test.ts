@@ -14,7 +14,13 @@ import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { connectMcp } from "../lib/mcp/client.ts";
 import type { McpConnection } from "../lib/mcp/types.ts";
-import { postCompactText, removalWarning, renderTodos, stopText, type TodoItem } from "../servers/todo-enforcer/todo.ts";
+import {
+  postCompactText,
+  removalWarning,
+  renderTodos,
+  stopText,
+  type TodoItem,
+} from "../servers/todo-enforcer/todo.ts";
 import { resultText, type StartedServer, startServer } from "./helpers/hook-servers.ts";
 import { repoRoot, runsOnce } from "./helpers/runtime.ts";
 
@@ -111,8 +117,16 @@ describe("todo-enforcer under load over HTTP (issue 6, guarantee 7)", { skip: !r
         );
       }
       const eras = connections.map((c) => c.era);
-      assert.equal(eras.filter((e) => e === "legacy").length, SESSIONS / LEGACY_EVERY, "the pinned sessions speak legacy");
-      assert.equal(eras.filter((e) => e === "modern").length, SESSIONS - SESSIONS / LEGACY_EVERY, "the others detected modern");
+      assert.equal(
+        eras.filter((e) => e === "legacy").length,
+        SESSIONS / LEGACY_EVERY,
+        "the pinned sessions speak legacy",
+      );
+      assert.equal(
+        eras.filter((e) => e === "modern").length,
+        SESSIONS - SESSIONS / LEGACY_EVERY,
+        "the others detected modern",
+      );
 
       const started = performance.now();
       const deadline = started + DURATION_MS;
@@ -129,14 +143,26 @@ describe("todo-enforcer under load over HTTP (issue 6, guarantee 7)", { skip: !r
             const list = listFor(s, k);
             const warning = removalWarning(previous, list);
             const echo = warning === "" ? renderTodos(list) : `${warning}\n\n${renderTodos(list)}`;
-            assert.equal(await call(c, "todo", { todos: list }), echo, `session ${s} cycle ${k}: the write echoes its list, warning only about its own dropped items`);
+            assert.equal(
+              await call(c, "todo", { todos: list }),
+              echo,
+              `session ${s} cycle ${k}: the write echoes its list, warning only about its own dropped items`,
+            );
             previous = list;
-            assert.equal(await call(c, "todo", {}), renderTodos(list), `session ${s} cycle ${k}: the read returns exactly the last write`);
+            assert.equal(
+              await call(c, "todo", {}),
+              renderTodos(list),
+              `session ${s} cycle ${k}: the read returns exactly the last write`,
+            );
             const t0 = performance.now();
             const stop = await call(c, "_Stop", {});
             stopMs.push(performance.now() - t0);
             assert.equal(stop, stopText(list), `session ${s} cycle ${k}: _Stop sees only this session's list`);
-            assert.equal(await call(c, "_PostCompact", {}), postCompactText(list), `session ${s} cycle ${k}: _PostCompact sees only this session's list`);
+            assert.equal(
+              await call(c, "_PostCompact", {}),
+              postCompactText(list),
+              `session ${s} cycle ${k}: _PostCompact sees only this session's list`,
+            );
             cycles++;
           } catch (error) {
             errors.push(`session ${s} cycle ${k}: ${error instanceof Error ? error.message : String(error)}`);
@@ -152,7 +178,9 @@ describe("todo-enforcer under load over HTTP (issue 6, guarantee 7)", { skip: !r
       const p99 = percentile(sorted, 99);
       const p50 = percentile(sorted, 50);
       console.log(
-        `load: ${SESSIONS} sessions (${SESSIONS / LEGACY_EVERY} legacy), ${cycles} cycles, ${requests} requests in ${(elapsedMs / 1000).toFixed(1)} s ` +
+        `load: ${SESSIONS} sessions (${SESSIONS / LEGACY_EVERY} legacy), ${cycles} cycles, ${requests} requests in ${
+          (elapsedMs / 1000).toFixed(1)
+        } s ` +
           `(${Math.round(requests / (elapsedMs / 1000))} req/s); _Stop calls ${stopMs.length}, ` +
           `p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${max.toFixed(1)} ms; errors ${errors.length}`,
       );
@@ -163,7 +191,11 @@ describe("todo-enforcer under load over HTTP (issue 6, guarantee 7)", { skip: !r
       // Every session's final list is still its own, after all that interleaving.
       const finals = await Promise.all(connections.map((c) => call(c, "_Stop", {})));
       for (const [s, text] of finals.entries()) {
-        assert.doesNotMatch(text.replace(new RegExp(`session ${s} `, "g"), ""), /session \d+ /, `session ${s} sees no other session's item`);
+        assert.doesNotMatch(
+          text.replace(new RegExp(`session ${s} `, "g"), ""),
+          /session \d+ /,
+          `session ${s} sees no other session's item`,
+        );
       }
     } finally {
       await Promise.all(connections.map((c) => c.close()));
@@ -178,7 +210,10 @@ describe("todo-enforcer under load over HTTP (issue 6, guarantee 7)", { skip: !r
 
     const good = await rawPost(url, { ...auth, host: `127.0.0.1:${port}` });
     assert.equal(good.status, 200, `the right token and a local Host are served: ${good.body}`);
-    assert.equal((await rawPost(url, { ...auth, host: `localhost:${port}`, origin: "http://localhost:3000" })).status, 200);
+    assert.equal(
+      (await rawPost(url, { ...auth, host: `localhost:${port}`, origin: "http://localhost:3000" })).status,
+      200,
+    );
 
     for (const host of [`evil.example:${port}`, `localhost.evil.example:${port}`, `127.0.0.1.nip.io:${port}`]) {
       const refused = await rawPost(url, { ...auth, host });
@@ -192,8 +227,20 @@ describe("todo-enforcer under load over HTTP (issue 6, guarantee 7)", { skip: !r
     const missing = await rawPost(url, { host: `127.0.0.1:${port}` });
     assert.equal(missing.status, 401);
     assert.equal((JSON.parse(missing.body) as { error: { code: number } }).error.code, -32001);
-    for (const authorization of ["Bearer wrong", `Bearer ${TOKEN}x`, `bearer ${TOKEN.slice(1)}`, TOKEN, "Basic Zm9vOmJhcg=="]) {
-      assert.equal((await rawPost(url, { host: `127.0.0.1:${port}`, authorization })).status, 401, `Authorization "${authorization}" is refused`);
+    for (
+      const authorization of [
+        "Bearer wrong",
+        `Bearer ${TOKEN}x`,
+        `bearer ${TOKEN.slice(1)}`,
+        TOKEN,
+        "Basic Zm9vOmJhcg==",
+      ]
+    ) {
+      assert.equal(
+        (await rawPost(url, { host: `127.0.0.1:${port}`, authorization })).status,
+        401,
+        `Authorization "${authorization}" is refused`,
+      );
     }
 
     // sprout-agent's client treats the 401 as an error, never as a reason to fall back to legacy.
@@ -202,7 +249,11 @@ describe("todo-enforcer under load over HTTP (issue 6, guarantee 7)", { skip: !r
       (error: Error) => /todo/.test(error.message) && /401/.test(error.message),
     );
     await assert.rejects(
-      connectMcp({ name: "todo", transport: { type: "http", url, headers: { authorization: "Bearer wrong" } }, protocol: "legacy" }, { sessionId: "bad-token" }),
+      connectMcp({
+        name: "todo",
+        transport: { type: "http", url, headers: { authorization: "Bearer wrong" } },
+        protocol: "legacy",
+      }, { sessionId: "bad-token" }),
       (error: Error) => /401/.test(error.message),
     );
   });

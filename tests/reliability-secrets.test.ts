@@ -49,7 +49,9 @@ before(async () => {
           id = (JSON.parse(body) as { id?: unknown }).id ?? null;
         } catch { /* keep null */ }
         res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32001, message: `refused credentials (${seen})` } }));
+        res.end(
+          JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32001, message: `refused credentials (${seen})` } }),
+        );
         return;
       }
       res.writeHead(401, { "content-type": "text/plain" });
@@ -80,14 +82,20 @@ function llmEnv(wire: "anthropic" | "openai", llm: FakeLlm): Record<string, stri
 }
 
 function assertNoSecret(text: string, where: string): void {
-  for (const secret of ALL) assert.equal(text.includes(secret), false, `${where} holds ${secret}:\n${text.slice(0, 3000)}`);
+  for (const secret of ALL) {
+    assert.equal(text.includes(secret), false, `${where} holds ${secret}:\n${text.slice(0, 3000)}`);
+  }
 }
 
 async function withLlm<T>(turns: FakeTurn[], body: (llm: FakeLlm) => Promise<T>): Promise<T> {
   const llm = await startFakeLlm({ responses: turns });
   try {
     const out = await body(llm);
-    assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), [], "guarantee 4: no request rejected");
+    assert.deepEqual(
+      llm.requests.filter((r) => r.rejected).map((r) => r.rejected),
+      [],
+      "guarantee 4: no request rejected",
+    );
     checked += llm.requests.length;
     return out;
   } finally {
@@ -99,15 +107,30 @@ async function withLlm<T>(turns: FakeTurn[], body: (llm: FakeLlm) => Promise<T>)
 function leakyConfig(path: "/mcp" | "/rpc"): string {
   faults++; // the stdio server that prints its token and dies
   return fixtureConfig(dir, { fx: {} }, {
-    api: { type: "http", url: `${echoUrl}${path}`, headers: { Authorization: "Bearer ${MCP_TOKEN}", "X-Tenant": TENANT } },
-    leaky: { command: "sh", args: ["-c", 'echo "starting with token=$SERVICE_TOKEN key=$ANTHROPIC_API_KEY" >&2; exit 3'], env: { SERVICE_TOKEN } },
+    api: {
+      type: "http",
+      url: `${echoUrl}${path}`,
+      headers: { Authorization: "Bearer ${MCP_TOKEN}", "X-Tenant": TENANT },
+    },
+    leaky: {
+      command: "sh",
+      args: ["-c", 'echo "starting with token=$SERVICE_TOKEN key=$ANTHROPIC_API_KEY" >&2; exit 3'],
+      env: { SERVICE_TOKEN },
+    },
   });
 }
 
 const echoKeyBody = (wire: "anthropic" | "openai", status: number) => {
   faults++;
-  const message = `invalid key ${wire === "anthropic" ? ANTHROPIC_KEY : OPENAI_KEY} (header ${wire === "anthropic" ? "x-api-key" : "Authorization: Bearer"} ${wire === "anthropic" ? ANTHROPIC_KEY : OPENAI_KEY})`;
-  return { status, body: wire === "anthropic" ? { type: "error", error: { type: "authentication_error", message } } : { error: { message, type: "invalid_request_error", param: null, code: "invalid_api_key" } } };
+  const message = `invalid key ${wire === "anthropic" ? ANTHROPIC_KEY : OPENAI_KEY} (header ${
+    wire === "anthropic" ? "x-api-key" : "Authorization: Bearer"
+  } ${wire === "anthropic" ? ANTHROPIC_KEY : OPENAI_KEY})`;
+  return {
+    status,
+    body: wire === "anthropic"
+      ? { type: "error", error: { type: "authentication_error", message } }
+      : { error: { message, type: "invalid_request_error", param: null, code: "invalid_api_key" } },
+  };
 };
 
 describe("guarantee 6: secrets never reach a stdio server's environment", () => {
@@ -115,11 +138,23 @@ describe("guarantee 6: secrets never reach a stdio server's environment", () => 
     const extra = { GITHUB_TOKEN: "ghp-SECRET-agent-only", AWS_SECRET_ACCESS_KEY: "aws-SECRET-agent-only" };
     await withLlm([{ toolCalls: [{ name: "fx__env", arguments: {} }] }, { text: "ok" }], async (llm) => {
       const cfg = fixtureConfig(dir, { fx: { OWN_VAR: "mine" } });
-      const run = await runCli(["run", "--json", "--mcp-config", cfg, "list env"], { ...llmEnv("anthropic", llm), ...extra }, { cwd: dir });
+      const run = await runCli(["run", "--json", "--mcp-config", cfg, "list env"], {
+        ...llmEnv("anthropic", llm),
+        ...extra,
+      }, { cwd: dir });
       assert.equal(run.code, 0, run.stderr);
       const names = String(run.events.find((e) => e["type"] === "tool-end")?.["output"]).split("\n");
       assert.ok(names.includes("OWN_VAR") && names.includes("PATH"), names.join(","));
-      for (const name of ["ANTHROPIC_API_KEY", "OPENAI_COMPAT_API_KEY", "ANTHROPIC_BASE_URL", "MCP_TOKEN", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"]) {
+      for (
+        const name of [
+          "ANTHROPIC_API_KEY",
+          "OPENAI_COMPAT_API_KEY",
+          "ANTHROPIC_BASE_URL",
+          "MCP_TOKEN",
+          "GITHUB_TOKEN",
+          "AWS_SECRET_ACCESS_KEY",
+        ]
+      ) {
         assert.equal(names.includes(name), false, name);
       }
     });
@@ -127,14 +162,22 @@ describe("guarantee 6: secrets never reach a stdio server's environment", () => 
       const agent = spawnAgent({ ...llmEnv("anthropic", llm), ...extra });
       try {
         const { command, args } = fixtureCommand();
-        const created = await agent.request("session/new", { cwd: dir, mcpServers: [{ name: "fx", command, args, env: [] }] });
+        const created = await agent.request("session/new", {
+          cwd: dir,
+          mcpServers: [{ name: "fx", command, args, env: [] }],
+        });
         const from = agent.messages.length;
-        const reply = await agent.request("session/prompt", { sessionId: created.result.sessionId, prompt: [{ type: "text", text: "env" }] });
+        const reply = await agent.request("session/prompt", {
+          sessionId: created.result.sessionId,
+          prompt: [{ type: "text", text: "env" }],
+        });
         assert.equal(reply.result.stopReason, "end_turn");
         const done = agent.messages.slice(from).find((m) => m.params?.update?.status === "completed");
         const names = String(done?.params.update.content[0].content.text).split("\n");
         assert.ok(names.includes("PATH"));
-        for (const name of ["ANTHROPIC_API_KEY", "OPENAI_COMPAT_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"]) assert.equal(names.includes(name), false, name);
+        for (const name of ["ANTHROPIC_API_KEY", "OPENAI_COMPAT_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"]) {
+          assert.equal(names.includes(name), false, name);
+        }
       } finally {
         await agent.close();
       }
@@ -164,35 +207,58 @@ describe("guarantee 6: secrets never appear in output (cli.ts run)", () => {
       const run = await runCli(["run", "go"], llmEnv("anthropic", llm), { cwd: dir });
       assert.equal(run.code, 1);
       assertNoSecret(run.stdout + run.stderr, "output");
-      assert.match(run.stderr, /^error: Anthropic request failed with status 403: authentication_error: invalid key \[redacted\]/m);
+      assert.match(
+        run.stderr,
+        /^error: Anthropic request failed with status 403: authentication_error: invalid key \[redacted\]/m,
+      );
     });
   });
 
   for (const path of ["/mcp", "/rpc"] as const) {
     test(`an MCP HTTP server echoing its Authorization header (${path === "/mcp" ? "401 text" : "JSON-RPC error"}) and a stdio server printing its token: warnings name them, never the values`, async () => {
-      await withLlm([{ toolCalls: [{ name: "fx__echo", arguments: { text: "still works" } }] }, { text: "done" }], async (llm) => {
-        const run = await runCli(["run", "--json", "--mcp-config", leakyConfig(path), "go"], llmEnv("anthropic", llm), { cwd: dir });
-        assert.equal(run.code, 0, run.stderr);
-        assertNoSecret(run.stdout + run.stderr, "output");
-        const warnings = run.events.filter((e) => e["type"] === "warning").map((e) => String(e["message"]));
-        const api = warnings.find((w) => w.includes('"api"'));
-        assert.ok(api !== undefined, warnings.join("\n"));
-        assert.match(api, path === "/mcp" ? /401/ : /refused credentials/);
-        assert.match(api, /\[redacted\]/);
-        const leaky = warnings.find((w) => w.includes('"leaky"'));
-        // A server dying at once is reported with its exit code and stderr tail (not "write EPIPE").
-        assert.match(String(leaky), /^Cannot start server "leaky": server exited \(code 3\); stderr:\nstarting with token=\[redacted\] key=$/);
-        assert.equal(run.events.find((e) => e["type"] === "tool-end")?.["ok"], true, "the other server still works");
-      });
+      await withLlm(
+        [{ toolCalls: [{ name: "fx__echo", arguments: { text: "still works" } }] }, { text: "done" }],
+        async (llm) => {
+          const run = await runCli(
+            ["run", "--json", "--mcp-config", leakyConfig(path), "go"],
+            llmEnv("anthropic", llm),
+            { cwd: dir },
+          );
+          assert.equal(run.code, 0, run.stderr);
+          assertNoSecret(run.stdout + run.stderr, "output");
+          const warnings = run.events.filter((e) => e["type"] === "warning").map((e) => String(e["message"]));
+          const api = warnings.find((w) => w.includes('"api"'));
+          assert.ok(api !== undefined, warnings.join("\n"));
+          assert.match(api, path === "/mcp" ? /401/ : /refused credentials/);
+          assert.match(api, /\[redacted\]/);
+          const leaky = warnings.find((w) => w.includes('"leaky"'));
+          // A server dying at once is reported with its exit code and stderr tail (not "write EPIPE").
+          assert.match(
+            String(leaky),
+            /^Cannot start server "leaky": server exited \(code 3\); stderr:\nstarting with token=\[redacted\] key=$/,
+          );
+          assert.equal(run.events.find((e) => e["type"] === "tool-end")?.["ok"], true, "the other server still works");
+        },
+      );
     });
   }
 
   test("a .mcp.json header value that cannot be sent is a configuration error naming the field, not the value", async () => {
     const file = join(dir, "bad-header.mcp.json");
-    writeFileSync(file, JSON.stringify({ mcpServers: { api: { type: "http", url: `${echoUrl}/mcp`, headers: { Authorization: `Bearer ${MCP_TOKEN}\r\nX-Evil: 1` } } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mcpServers: {
+          api: { type: "http", url: `${echoUrl}/mcp`, headers: { Authorization: `Bearer ${MCP_TOKEN}\r\nX-Evil: 1` } },
+        },
+      }),
+    );
     // A valid script: it is read with the rest of the environment, before the MCP configuration.
     writeFileSync(join(dir, "empty-script.json"), "[]");
-    const run = await runCli(["run", "--json", "--mcp-config", file, "go"], { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: join(dir, "empty-script.json") }, { cwd: dir });
+    const run = await runCli(["run", "--json", "--mcp-config", file, "go"], {
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: join(dir, "empty-script.json"),
+    }, { cwd: dir });
     assert.equal(run.code, 2, run.stderr);
     assert.match(run.stderr, /bad-header\.mcp\.json.*mcpServers\.api\.headers\.Authorization/);
     assertNoSecret(run.stdout + run.stderr, "output");
@@ -201,7 +267,18 @@ describe("guarantee 6: secrets never appear in output (cli.ts run)", () => {
   test("a connection error to a URL with credentials in it shows neither the password nor the headers", async () => {
     faults++;
     const file = join(dir, "refused.mcp.json");
-    writeFileSync(file, JSON.stringify({ mcpServers: { gone: { type: "http", url: `http://user:${SERVICE_TOKEN}@127.0.0.1:9/mcp`, headers: { Authorization: `Bearer ${MCP_TOKEN}` } } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mcpServers: {
+          gone: {
+            type: "http",
+            url: `http://user:${SERVICE_TOKEN}@127.0.0.1:9/mcp`,
+            headers: { Authorization: `Bearer ${MCP_TOKEN}` },
+          },
+        },
+      }),
+    );
     await withLlm([{ text: "fine" }], async (llm) => {
       const run = await runCli(["run", "--json", "--mcp-config", file, "go"], llmEnv("anthropic", llm), { cwd: dir });
       assert.equal(run.code, 0, run.stderr);
@@ -217,19 +294,34 @@ describe("guarantee 6: secrets never appear in ACP responses, updates or logs", 
       const agent = spawnAgent(llmEnv("openai", llm));
       try {
         const headers = [{ name: "Authorization", value: `Bearer ${MCP_TOKEN}` }, { name: "X-Tenant", value: TENANT }];
-        const failed = await agent.request("session/new", { cwd: dir, mcpServers: [{ type: "http", name: "Echo API", url: `${echoUrl}/mcp`, headers }] });
+        const failed = await agent.request("session/new", {
+          cwd: dir,
+          mcpServers: [{ type: "http", name: "Echo API", url: `${echoUrl}/mcp`, headers }],
+        });
         assert.equal(failed.error.code, -32000);
         assert.match(failed.error.message, /"Echo API".*401/);
-        const rpc = await agent.request("session/new", { cwd: dir, mcpServers: [{ type: "http", name: "rpc", url: `${echoUrl}/rpc`, headers }] });
+        const rpc = await agent.request("session/new", {
+          cwd: dir,
+          mcpServers: [{ type: "http", name: "rpc", url: `${echoUrl}/rpc`, headers }],
+        });
         assert.match(rpc.error.message, /refused credentials/);
         faults++;
         const leaky = await agent.request("session/new", {
           cwd: dir,
-          mcpServers: [{ name: "leaky", command: "sh", args: ["-c", 'echo "token=$SERVICE_TOKEN" >&2; exit 3'], env: [{ name: "SERVICE_TOKEN", value: SERVICE_TOKEN }] }],
+          mcpServers: [{
+            name: "leaky",
+            command: "sh",
+            args: ["-c", 'echo "token=$SERVICE_TOKEN" >&2; exit 3'],
+            env: [{ name: "SERVICE_TOKEN", value: SERVICE_TOKEN }],
+          }],
         });
-        assert.match(leaky.error.message, /^Cannot start server "leaky": server exited \(code 3\); stderr:\ntoken=\[redacted\]$/);
+        assert.match(
+          leaky.error.message,
+          /^Cannot start server "leaky": server exited \(code 3\); stderr:\ntoken=\[redacted\]$/,
+        );
         const created = await agent.request("session/new", { cwd: dir, mcpServers: [] });
-        const prompt = (text: string) => agent.request("session/prompt", { sessionId: created.result.sessionId, prompt: [{ type: "text", text }] });
+        const prompt = (text: string) =>
+          agent.request("session/prompt", { sessionId: created.result.sessionId, prompt: [{ type: "text", text }] });
         const llmFailed = await prompt("go");
         assert.equal(llmFailed.error.code, -32000);
         assert.match(llmFailed.error.message, /^llm: .*status 401.*\[redacted\]/);
@@ -242,5 +334,3 @@ describe("guarantee 6: secrets never appear in ACP responses, updates or logs", 
     });
   });
 });
-
-

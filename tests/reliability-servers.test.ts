@@ -48,32 +48,67 @@ describe("G2 no server can hang the agent: flooding, dead and silent servers (st
       other: faultEntry("other"),
     });
     const turns: FakeTurn[] = [
-      { toolCalls: [call("flood__stderr", { bytes: 10 * 1024 * 1024 }), call("flood__trickle"), call("flood__bad_utf8"), call("other__echo", { text: "one" })] },
-      { toolCalls: [call("flood__huge", { bytes: 2 * 1024 * 1024 }), call("flood__huge", { bytes: 2 * 1024 * 1024, idLast: true }), call("other__echo", { text: "two" })] },
+      {
+        toolCalls: [
+          call("flood__stderr", { bytes: 10 * 1024 * 1024 }),
+          call("flood__trickle"),
+          call("flood__bad_utf8"),
+          call("other__echo", { text: "one" }),
+        ],
+      },
+      {
+        toolCalls: [
+          call("flood__huge", { bytes: 2 * 1024 * 1024 }),
+          call("flood__huge", { bytes: 2 * 1024 * 1024, idLast: true }),
+          call("other__echo", { text: "two" }),
+        ],
+      },
       { toolCalls: [call("flood__echo", { text: "still readable" })] },
       { text: "done" },
     ];
     await withLlm(turns, async (llm) => {
-      const run = await runCli(["run", "--json", "--mcp-config", config, "flood"], llmEnv(llm, {
-        SPROUT_AGENT_MAX_LINE_BYTES: String(1024 * 1024),
-      }), { cwd: dir.path });
+      const run = await runCli(
+        ["run", "--json", "--mcp-config", config, "flood"],
+        llmEnv(llm, {
+          SPROUT_AGENT_MAX_LINE_BYTES: String(1024 * 1024),
+        }),
+        { cwd: dir.path },
+      );
       assert.equal(run.code, 0, run.stderr);
       assert.equal(run.events.at(-1)!["stopReason"], "end_turn");
       const stderr = endOf(run, "flood__stderr");
       assert.equal(stderr["ok"], true);
       assert.match(String(stderr["output"]), /wrote 10485760 bytes to stderr/);
-      assert.equal(endOf(run, "flood__trickle")["output"], "trickled ✓ 世界", "a reply written one byte at a time arrives whole");
+      assert.equal(
+        endOf(run, "flood__trickle")["output"],
+        "trickled ✓ 世界",
+        "a reply written one byte at a time arrives whole",
+      );
       const bad = endOf(run, "flood__bad_utf8");
       assert.equal(bad["ok"], true);
-      assert.match(String(bad["output"]), /^bad .*\uFFFD.* utf8 end$/, "invalid bytes become U+FFFD; the message is still read");
+      assert.match(
+        String(bad["output"]),
+        /^bad .*\uFFFD.* utf8 end$/,
+        "invalid bytes become U+FFFD; the message is still read",
+      );
       for (const nth of [0, 1]) {
         const huge = endOf(run, "flood__huge", nth);
         assert.equal(huge["ok"], false);
-        assert.match(String(huge["output"]), /reply (is \d{7} bytes|is longer than 1048576 bytes), over the 1048576-byte limit set by SPROUT_AGENT_MAX_LINE_BYTES/);
-        assert.ok(Number(huge["durationMs"]) < 10_000, `failed at once, not at the 660 s tool timeout (${huge["durationMs"]} ms)`);
+        assert.match(
+          String(huge["output"]),
+          /reply (is \d{7} bytes|is longer than 1048576 bytes), over the 1048576-byte limit set by SPROUT_AGENT_MAX_LINE_BYTES/,
+        );
+        assert.ok(
+          Number(huge["durationMs"]) < 10_000,
+          `failed at once, not at the 660 s tool timeout (${huge["durationMs"]} ms)`,
+        );
       }
       assert.deepEqual(ends(run).filter((e) => e["name"] === "other__echo").map((e) => e["ok"]), [true, true]);
-      assert.equal(endOf(run, "flood__echo")["output"], "flood echo: still readable", "the server is still read after a skipped line");
+      assert.equal(
+        endOf(run, "flood__echo")["output"],
+        "flood echo: still readable",
+        "the server is still read after a skipped line",
+      );
       assert.ok(run.ms < 45_000, `the run took ${run.ms} ms`);
       assert.ok(llm.requests.every((r) => JSON.stringify(r.body).length < 200_000), "no flood reached the LLM");
     });
@@ -123,9 +158,13 @@ describe("G2 no server can hang the agent: flooding, dead and silent servers (st
       leftWhileRunning = goneWithin(pidsIn(pids));
       return { text: "done", pauseMs: 1200 };
     }, async (llm) => {
-      const run = await runCli(["run", "--json", "--mcp-config", config, "wait"], llmEnv(llm, {
-        SPROUT_AGENT_TOOL_TIMEOUT_SECS: "2",
-      }), { cwd: dir.path });
+      const run = await runCli(
+        ["run", "--json", "--mcp-config", config, "wait"],
+        llmEnv(llm, {
+          SPROUT_AGENT_TOOL_TIMEOUT_SECS: "2",
+        }),
+        { cwd: dir.path },
+      );
       assert.equal(run.code, 0, run.stderr);
       const silent = endOf(run, "quiet__silent");
       assert.equal(silent["ok"], false);
@@ -153,9 +192,13 @@ describe("G2 no server can hang the agent: flooding, dead and silent servers (st
       }
       return { text: "done" };
     }, async (llm) => {
-      const run = await runCli(["run", "--json", "--mcp-config", config, "start"], llmEnv(llm, {
-        SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS: "3",
-      }), { cwd: dir.path });
+      const run = await runCli(
+        ["run", "--json", "--mcp-config", config, "start"],
+        llmEnv(llm, {
+          SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS: "3",
+        }),
+        { cwd: dir.path },
+      );
       assert.equal(run.code, 0, run.stderr);
       const warning = eventsOf(run, "warning").map((w) => String(w["message"])).find((m) => m.includes('"mute"'));
       assert.match(String(warning), /timed out after 3 s/);
@@ -178,7 +221,9 @@ describe("G2 no server can hang the agent: flooding, dead and silent servers (st
       const run = await runCli(["run", "--json", "--mcp-config", config, "change"], llmEnv(llm), { cwd: dir.path });
       assert.equal(run.code, 0, run.stderr);
       const tools = (llm.requests[1]!.body["tools"] as Array<{ name: string }>).map((t) => t.name);
-      assert.ok(tools.includes("chg__added") && !tools.includes("chg__echo") && !tools.some((t) => t.includes("_Stop")));
+      assert.ok(
+        tools.includes("chg__added") && !tools.includes("chg__echo") && !tools.some((t) => t.includes("_Stop")),
+      );
       assert.match(String(endOf(run, "chg__echo")["output"]), /unknown tool: chg__echo/);
       assert.equal(endOf(run, "chg__added")["output"], "chg added: new");
     });
@@ -190,7 +235,10 @@ describe("G2 no server can hang the agent over HTTP", () => {
     const log = dir.file("web.log");
     const web = await startFaultHttp({ FAULT_NAME: "web", FAULT_LOG: log });
     try {
-      const config = writeMcpConfig(dir.file("mcp.json"), { web: { type: "http", url: web.url }, other: faultEntry("other") });
+      const config = writeMcpConfig(dir.file("mcp.json"), {
+        web: { type: "http", url: web.url },
+        other: faultEntry("other"),
+      });
       const turns: FakeTurn[] = [
         { toolCalls: [call("web__echo", { text: "first" })] },
         { toolCalls: [call("web__forget")] },
@@ -248,7 +296,9 @@ describe("G2 no process outlives the agent (children and grandchildren)", () => 
   for (const [sig, code] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
     test(`on ${sig} during a tool call: exit ${code}, stop reason cancelled`, async () => {
       const { config, pidFiles } = setup(sig);
-      const turns: FakeTurn[] = [{ toolCalls: [call("b__spawn", { count: 2 })] }, { toolCalls: [call("a__slow", { ms: 30_000 })] }];
+      const turns: FakeTurn[] = [{ toolCalls: [call("b__spawn", { count: 2 })] }, {
+        toolCalls: [call("a__slow", { ms: 30_000 })],
+      }];
       await withLlm(turns, async (llm) => {
         let signalledAt = 0;
         const run = await runCli(["run", "--json", "--mcp-config", config, "go"], llmEnv(llm), {
@@ -274,7 +324,9 @@ describe("G2 no process outlives the agent (children and grandchildren)", () => 
 
   test("on SIGTERM while a server is still starting (silent, 30 s init timeout): exit 143 at once", async () => {
     const pids = dir.file("starting.pids");
-    const config = writeMcpConfig(dir.file("mcp.json"), { slowstart: faultEntry("slowstart", { FAULT_PID_FILE: pids, FAULT_MUTE: "1", FAULT_SPAWN: "1" }) });
+    const config = writeMcpConfig(dir.file("mcp.json"), {
+      slowstart: faultEntry("slowstart", { FAULT_PID_FILE: pids, FAULT_MUTE: "1", FAULT_SPAWN: "1" }),
+    });
     await withLlm([], async (llm) => {
       let signalledAt = 0;
       const run = await runCli(["run", "--json", "--mcp-config", config, "go"], llmEnv(llm), {
@@ -312,7 +364,12 @@ describe("G2 no process outlives the agent (children and grandchildren)", () => 
           };
           const created = await agent.request("session/new", {
             cwd: dir.path,
-            mcpServers: [{ name: "fx", command: entry.command, args: entry.args, env: Object.entries(entry.env).map(([name, value]) => ({ name, value })) }],
+            mcpServers: [{
+              name: "fx",
+              command: entry.command,
+              args: entry.args,
+              env: Object.entries(entry.env).map(([name, value]) => ({ name, value })),
+            }],
           });
           const sessionId = created.result.sessionId as string;
           void agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "go" }] }).catch(() => {});

@@ -9,7 +9,11 @@ import { byteLength } from "../lib/utf8.ts";
 describe("tool results (SPEC section 6.7)", () => {
   test("text blocks are joined with a newline, images kept", () => {
     const out = formatToolContent(
-      [{ type: "text", text: "a" }, { type: "text", text: "b" }, { type: "image", mimeType: "image/png", data: "AAAA" }],
+      [{ type: "text", text: "a" }, { type: "text", text: "b" }, {
+        type: "image",
+        mimeType: "image/png",
+        data: "AAAA",
+      }],
       1000,
     );
     assert.deepEqual(out, [{ type: "text", text: "a\nb" }, { type: "image", mimeType: "image/png", data: "AAAA" }]);

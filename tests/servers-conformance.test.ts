@@ -12,7 +12,14 @@ import { after, describe, test } from "node:test";
 import { createApp as createGateApp } from "../servers/test-gate/app.ts";
 import { TestGate } from "../servers/test-gate/gate.ts";
 import { createApp as createTodoApp } from "../servers/todo-enforcer/app.ts";
-import { appFetch, childEnv, postJsonRpc, serverRuntimes, type StartedServer, startServer } from "./helpers/hook-servers.ts";
+import {
+  appFetch,
+  childEnv,
+  postJsonRpc,
+  serverRuntimes,
+  type StartedServer,
+  startServer,
+} from "./helpers/hook-servers.ts";
 import { repoRoot, runsOnce } from "./helpers/runtime.ts";
 
 const temps: string[] = [];
@@ -28,7 +35,11 @@ function tempDir(): string {
 /** Each server with the arguments that make it self-contained (test-gate gets a trivial suite). */
 const SERVERS: { name: string; file: string; args: () => string[] }[] = [
   { name: "todo-enforcer", file: `${repoRoot}servers/todo-enforcer/main.ts`, args: () => [] },
-  { name: "test-gate", file: `${repoRoot}servers/test-gate/main.ts`, args: () => ["--cmd", "true", "--cwd", tempDir()] },
+  {
+    name: "test-gate",
+    file: `${repoRoot}servers/test-gate/main.ts`,
+    args: () => ["--cmd", "true", "--cwd", tempDir()],
+  },
 ];
 
 interface RpcResponse {
@@ -62,9 +73,15 @@ describe("C19: hook servers answer the whole handshake and concurrent calls, nev
           assertRpcResult(init, 1, "initialize");
           const version = (init.body as { result: { protocolVersion: string } }).result.protocolVersion;
           const headers = { "mcp-protocol-version": version };
-          const initialized = await postJsonRpc(url, { jsonrpc: "2.0", method: "notifications/initialized" }, { headers });
+          const initialized = await postJsonRpc(url, { jsonrpc: "2.0", method: "notifications/initialized" }, {
+            headers,
+          });
           assert.equal(initialized.status, 202, "the notification is accepted with 202");
-          assertRpcResult(await postJsonRpc(url, { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, { headers }), 2, "tools/list");
+          assertRpcResult(
+            await postJsonRpc(url, { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, { headers }),
+            2,
+            "tools/list",
+          );
           for (const id of [3, 4, 5]) {
             const call = { jsonrpc: "2.0", id, method: "tools/call", params: { name: "_Stop", arguments: {} } };
             assertRpcResult(await postJsonRpc(url, call, { headers }), id, `_Stop #${id - 2}`);
@@ -72,10 +89,17 @@ describe("C19: hook servers answer the whole handshake and concurrent calls, nev
           const ids = [10, 11, 12, 13, 14];
           const concurrent = await Promise.all(
             ids.map((id) =>
-              postJsonRpc(url, { jsonrpc: "2.0", id, method: "tools/call", params: { name: id % 2 === 0 ? "_Stop" : "_PostCompact", arguments: {} } }, { headers }),
+              postJsonRpc(url, {
+                jsonrpc: "2.0",
+                id,
+                method: "tools/call",
+                params: { name: id % 2 === 0 ? "_Stop" : "_PostCompact", arguments: {} },
+              }, { headers })
             ),
           );
-          for (const [index, response] of concurrent.entries()) assertRpcResult(response, ids[index] ?? -1, `concurrent call ${index + 1}`);
+          for (const [index, response] of concurrent.entries()) {
+            assertRpcResult(response, ids[index] ?? -1, `concurrent call ${index + 1}`);
+          }
         } finally {
           await started.stop();
         }
@@ -103,7 +127,9 @@ function runConformance(url: string, outputDir: string): Promise<{ code: number;
 
 /** The scenario names of the server baseline (its `- name` lines). */
 function baselineEntries(): string[] {
-  return [...readFileSync(`${repoRoot}tests/conformance/server-baseline.yml`, "utf8").matchAll(/^\s+- ([\w/.-]+)\s*$/gm)].map((m) => m[1] ?? "");
+  return [
+    ...readFileSync(`${repoRoot}tests/conformance/server-baseline.yml`, "utf8").matchAll(/^\s+- ([\w/.-]+)\s*$/gm),
+  ].map((m) => m[1] ?? "");
 }
 
 describe("MCP conformance suite, server scenarios (issue 6, guarantee 8)", { skip: !runsOnce }, () => {
@@ -118,10 +144,16 @@ describe("MCP conformance suite, server scenarios (issue 6, guarantee 8)", { ski
         // in the baseline report) count as failures, and the exit code covers them.
         const passed = [...summary.matchAll(/^✓ ([\w-]+): [1-9]\d* passed, 0 failed$/gm)].map((m) => m[1] ?? "");
         const ran = [...summary.matchAll(/^[✓✗] ([\w-]+): \d+ passed/gm)].map((m) => m[1] ?? "");
-        console.log(`${server.name}: ${passed.length} of ${ran.length} conformance scenarios passed: ${passed.join(", ")}`);
+        console.log(
+          `${server.name}: ${passed.length} of ${ran.length} conformance scenarios passed: ${passed.join(", ")}`,
+        );
         assert.equal(code, 0, `conformance reported a regression or a stale baseline entry:\n${output.slice(-4000)}`);
         const entries = baselineEntries();
-        assert.deepEqual(entries.filter((e) => !ran.includes(e)), [], "every baseline entry names a scenario the suite ran");
+        assert.deepEqual(
+          entries.filter((e) => !ran.includes(e)),
+          [],
+          "every baseline entry names a scenario the suite ran",
+        );
         assert.deepEqual(passed, ran.filter((s) => !entries.includes(s)), "every scenario outside the baseline passes");
         for (const scenario of ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]) {
           assert.ok(passed.includes(scenario), `${scenario} passes`);
@@ -147,7 +179,9 @@ describe("hook servers declare only what they do (issue 6, guarantee 8)", () => 
         method: "initialize",
         params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "caps", version: "1.0.0" } },
       }, { fetch });
-      assert.deepEqual((init.body as { result: { capabilities: unknown } }).result.capabilities, { tools: { listChanged: false } });
+      assert.deepEqual((init.body as { result: { capabilities: unknown } }).result.capabilities, {
+        tools: { listChanged: false },
+      });
       const version = "2026-07-28";
       const discover = await postJsonRpc("http://127.0.0.1/mcp", {
         jsonrpc: "2.0",
@@ -161,7 +195,9 @@ describe("hook servers declare only what they do (issue 6, guarantee 8)", () => 
           },
         },
       }, { fetch, headers: { "mcp-protocol-version": version, "mcp-method": "server/discover" } });
-      assert.deepEqual((discover.body as { result: { capabilities: unknown } }).result.capabilities, { tools: { listChanged: false } });
+      assert.deepEqual((discover.body as { result: { capabilities: unknown } }).result.capabilities, {
+        tools: { listChanged: false },
+      });
     });
   }
 });

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readSse, SseParser, type SseEvent } from "../lib/http/sse.ts";
+import { readSse, type SseEvent, SseParser } from "../lib/http/sse.ts";
 
 const enc = new TextEncoder();
 

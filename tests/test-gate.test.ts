@@ -16,7 +16,15 @@ import { gateOptions } from "../servers/test-gate/options.ts";
 import { TestGate } from "../servers/test-gate/gate.ts";
 import { parseTestOutput } from "../servers/test-gate/results.ts";
 import { runCommand } from "../servers/test-gate/run.ts";
-import { appFetch, httpClient, postJsonRpc, resultText, serverRuntimes, startServer, stdioClient } from "./helpers/hook-servers.ts";
+import {
+  appFetch,
+  httpClient,
+  postJsonRpc,
+  resultText,
+  serverRuntimes,
+  startServer,
+  stdioClient,
+} from "./helpers/hook-servers.ts";
 import { repoRoot } from "./helpers/runtime.ts";
 import { alive } from "./helpers/processes.ts";
 
@@ -52,7 +60,10 @@ function tinyProject(): { dir: string; fix(): void } {
       "",
     ].join("\n"),
   );
-  return { dir, fix: () => writeFileSync(join(dir, "math.ts"), "export const add = (a: number, b: number): number => a + b;\n") };
+  return {
+    dir,
+    fix: () => writeFileSync(join(dir, "math.ts"), "export const add = (a: number, b: number): number => a + b;\n"),
+  };
 }
 
 /** Calls `stop` until it stops saying "running" (each answer must come fast), up to 60 s. */
@@ -67,7 +78,6 @@ async function settledStop(stop: () => Promise<string>): Promise<string> {
   }
 }
 
-
 describe("options", () => {
   test("flags win over the environment; defaults are bun test, the current folder and 600 s", () => {
     assert.deepEqual(gateOptions({}, {}), { command: "bun test", cwd: process.cwd(), timeoutMs: 600_000 });
@@ -76,14 +86,22 @@ describe("options", () => {
     assert.equal(gateOptions({}, { TEST_GATE_TIMEOUT_SECS: "7" }).timeoutMs, 7000);
   });
   test("a timeout that is not positive, or too long for a timer, is an error naming the value", () => {
-    for (const bad of ["0", "-1", "abc", "3000000"]) assert.throws(() => gateOptions({ timeout: bad }, {}), new RegExp(`"${bad}"`));
+    for (const bad of ["0", "-1", "abc", "3000000"]) {
+      assert.throws(() => gateOptions({ timeout: bad }, {}), new RegExp(`"${bad}"`));
+    }
   });
 });
 
 describe("test output parsing", () => {
   test("bun test: counts and failing names", () => {
-    const out = "a.test.ts:\n(pass) math > adds [0.90ms]\nerror: boom\n(fail) math > subtracts wrong [1.53ms]\n(fail) top level fails [0.13ms]\n\n 1 pass\n 2 fail\nRan 3 tests across 1 file. [35.00ms]\n";
-    assert.deepEqual(parseTestOutput(out), { runner: "bun", passed: 1, failed: 2, failing: ["math > subtracts wrong", "top level fails"] });
+    const out =
+      "a.test.ts:\n(pass) math > adds [0.90ms]\nerror: boom\n(fail) math > subtracts wrong [1.53ms]\n(fail) top level fails [0.13ms]\n\n 1 pass\n 2 fail\nRan 3 tests across 1 file. [35.00ms]\n";
+    assert.deepEqual(parseTestOutput(out), {
+      runner: "bun",
+      passed: 1,
+      failed: 2,
+      failing: ["math > subtracts wrong", "top level fails"],
+    });
   });
 
   test("deno test: counts and failing names from the FAILURES section", () => {
@@ -103,13 +121,29 @@ describe("test output parsing", () => {
       "",
       "FAILED | 1 passed (1 step) | 2 failed (1 step) (17ms)",
     ].join("\n");
-    assert.deepEqual(parseTestOutput(out), { runner: "deno", passed: 1, failed: 2, failing: ["math > subtracts wrong", "top level fails"] });
-    assert.deepEqual(parseTestOutput("ok | 4 passed | 0 failed (12ms)\n"), { runner: "deno", passed: 4, failed: 0, failing: [] });
+    assert.deepEqual(parseTestOutput(out), {
+      runner: "deno",
+      passed: 1,
+      failed: 2,
+      failing: ["math > subtracts wrong", "top level fails"],
+    });
+    assert.deepEqual(parseTestOutput("ok | 4 passed | 0 failed (12ms)\n"), {
+      runner: "deno",
+      passed: 4,
+      failed: 0,
+      failing: [],
+    });
   });
 
   test("node --test, spec reporter: counts and names under 'failing tests'", () => {
-    const out = "▶ math\n  ✖ subtracts wrong (1.6ms)\n✖ math (4.2ms)\nℹ tests 4\nℹ pass 2\nℹ fail 2\n\n✖ failing tests:\n\ntest at b.test.mjs:5:1\n✖ subtracts wrong (1.6458ms)\n  AssertionError\n\ntest at b.test.mjs:7:1\n✖ top level fails (0.18ms)\n  Error: boom\n";
-    assert.deepEqual(parseTestOutput(out), { runner: "node", passed: 2, failed: 2, failing: ["subtracts wrong", "top level fails"] });
+    const out =
+      "▶ math\n  ✖ subtracts wrong (1.6ms)\n✖ math (4.2ms)\nℹ tests 4\nℹ pass 2\nℹ fail 2\n\n✖ failing tests:\n\ntest at b.test.mjs:5:1\n✖ subtracts wrong (1.6458ms)\n  AssertionError\n\ntest at b.test.mjs:7:1\n✖ top level fails (0.18ms)\n  Error: boom\n";
+    assert.deepEqual(parseTestOutput(out), {
+      runner: "node",
+      passed: 2,
+      failed: 2,
+      failing: ["subtracts wrong", "top level fails"],
+    });
   });
 
   test("node --test, TAP reporter: failing tests without their failing parent suites", () => {
@@ -132,7 +166,12 @@ describe("test output parsing", () => {
       "# pass 2",
       "# fail 2",
     ].join("\n");
-    assert.deepEqual(parseTestOutput(out), { runner: "node", passed: 2, failed: 2, failing: ["subtracts wrong", "top level fails"] });
+    assert.deepEqual(parseTestOutput(out), {
+      runner: "node",
+      passed: 2,
+      failed: 2,
+      failing: ["subtracts wrong", "top level fails"],
+    });
   });
 
   test("unknown output leaves only the exit code to decide", () => {
@@ -284,13 +323,23 @@ describe("test-gate app in-process", () => {
     const app = createApp({ gate });
     const client = await httpClient("http://127.0.0.1/mcp", { fetch: appFetch(app) });
     try {
-      assert.deepEqual((await client.listTools()).tools.map((tool) => tool.name).sort(), ["_PostCompact", "_Stop", "run_tests"]);
+      assert.deepEqual((await client.listTools()).tools.map((tool) => tool.name).sort(), [
+        "_PostCompact",
+        "_Stop",
+        "run_tests",
+      ]);
       const summary = resultText(await client.callTool({ name: "run_tests", arguments: {} }));
       assert.match(summary, /^FAILED: 1 failed, 1 passed/);
       assert.match(summary, /- adds two numbers/);
       assert.match(summary, /Output \(last 4000 characters at most\):/);
-      assert.match(resultText(await client.callTool({ name: "_Stop", arguments: {} })), /Failing tests:\n- adds two numbers/);
-      assert.match(resultText(await client.callTool({ name: "_PostCompact", arguments: {} })), /^Test gate: the last run of .* failed/);
+      assert.match(
+        resultText(await client.callTool({ name: "_Stop", arguments: {} })),
+        /Failing tests:\n- adds two numbers/,
+      );
+      assert.match(
+        resultText(await client.callTool({ name: "_PostCompact", arguments: {} })),
+        /^Test gate: the last run of .* failed/,
+      );
     } finally {
       await client.close();
       gate.close();
@@ -301,10 +350,23 @@ describe("test-gate app in-process", () => {
     const gate = new TestGate({ command: "true", cwd: tempDir() });
     const app = createApp({ gate, token: "tok" });
     const call = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
-    assert.equal((await postJsonRpc("http://attacker.example/mcp", call, { fetch: appFetch(app, { authorization: "Bearer tok" }) })).status, 403);
+    assert.equal(
+      (await postJsonRpc("http://attacker.example/mcp", call, {
+        fetch: appFetch(app, { authorization: "Bearer tok" }),
+      })).status,
+      403,
+    );
     assert.equal((await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app) })).status, 401);
-    assert.equal((await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app, { authorization: "Bearer bad" }) })).status, 401);
-    assert.equal((await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app, { authorization: "Bearer tok" }) })).status, 200);
+    assert.equal(
+      (await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app, { authorization: "Bearer bad" }) }))
+        .status,
+      401,
+    );
+    assert.equal(
+      (await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app, { authorization: "Bearer tok" }) }))
+        .status,
+      200,
+    );
     const health = await appFetch(app)("http://127.0.0.1/health");
     assert.deepEqual(await health.json(), { status: "ok", server: "test-gate" });
   });
@@ -322,7 +384,10 @@ describe("test-gate as a process", () => {
           const stop = () => client.callTool({ name: "_Stop", arguments: {} }).then(resultText);
           assert.match(await settledStop(stop), /- adds two numbers/);
           project.fix();
-          assert.match(resultText(await client.callTool({ name: "run_tests", arguments: {} })), /^PASSED: 0 failed, 2 passed/);
+          assert.match(
+            resultText(await client.callTool({ name: "run_tests", arguments: {} })),
+            /^PASSED: 0 failed, 2 passed/,
+          );
           assert.equal(await settledStop(stop), "");
         } finally {
           await client.close();
@@ -336,7 +401,10 @@ describe("test-gate as a process", () => {
       const project = tinyProject();
       const client = await stdioClient(STDIO, ["--cmd", BUN_TEST, "--cwd", project.dir], which);
       try {
-        assert.match(resultText(await client.callTool({ name: "run_tests", arguments: {} })), /^FAILED: 1 failed, 1 passed/);
+        assert.match(
+          resultText(await client.callTool({ name: "run_tests", arguments: {} })),
+          /^FAILED: 1 failed, 1 passed/,
+        );
       } finally {
         await client.close();
       }

@@ -5,8 +5,24 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { createApp } from "../servers/todo-enforcer/app.ts";
-import { postCompactText, removalWarning, renderTodos, stopText, TodoStore, validateTodos } from "../servers/todo-enforcer/todo.ts";
-import { appFetch, httpClient, postJsonRpc, resultText, serverRuntimes, sessionMeta, startServer, stdioClient } from "./helpers/hook-servers.ts";
+import {
+  postCompactText,
+  removalWarning,
+  renderTodos,
+  stopText,
+  TodoStore,
+  validateTodos,
+} from "../servers/todo-enforcer/todo.ts";
+import {
+  appFetch,
+  httpClient,
+  postJsonRpc,
+  resultText,
+  serverRuntimes,
+  sessionMeta,
+  startServer,
+  stdioClient,
+} from "./helpers/hook-servers.ts";
 import { repoRoot, runtime } from "./helpers/runtime.ts";
 
 const MAIN = `${repoRoot}servers/todo-enforcer/main.ts`;
@@ -36,7 +52,10 @@ describe("todo list logic", () => {
     assert.match(error([{ id: 0, title: "a" }]), /id must be a whole number from 1 to 9999/);
     assert.match(error([{ id: 10000, title: "a" }]), /id must be a whole number from 1 to 9999/);
     assert.match(error([{ id: 1.5, title: "a" }]), /id must be a whole number/);
-    assert.match(error(Array.from({ length: 51 }, (_, i) => ({ id: i + 1, title: "t" }))), /too many items: 51 \(max 50\)/);
+    assert.match(
+      error(Array.from({ length: 51 }, (_, i) => ({ id: i + 1, title: "t" }))),
+      /too many items: 51 \(max 50\)/,
+    );
     assert.match(error([{ id: 1, title: "a\nb" }]), /control, bidi or zero-width/);
     assert.match(error([{ id: 1, title: "evil\u202Etxt.exe" }]), /control, bidi or zero-width/);
     assert.match(error([{ id: 1, title: "zero\u200Bwidth" }]), /control, bidi or zero-width/);
@@ -60,7 +79,10 @@ describe("todo list logic", () => {
   });
 
   test("_Stop objects while items are open and allows the stop otherwise", () => {
-    assert.equal(stopText([{ id: 1, title: "a", done: false }]), "You have open todo items. Keep working.\n\n[ ] 1. a  ← next");
+    assert.equal(
+      stopText([{ id: 1, title: "a", done: false }]),
+      "You have open todo items. Keep working.\n\n[ ] 1. a  ← next",
+    );
     assert.equal(stopText([{ id: 1, title: "a", done: true }]), "");
     assert.equal(stopText([]), "");
   });
@@ -76,7 +98,10 @@ describe("todo list logic", () => {
       { id: 2, title: "Dropped open", done: false },
       { id: 3, title: "Dropped done", done: true },
     ];
-    assert.equal(removalWarning(before, [{ id: 1, title: "Keep", done: false }]), "⚠️ 1 open item was removed from the list without being marked done: 2. Dropped open");
+    assert.equal(
+      removalWarning(before, [{ id: 1, title: "Keep", done: false }]),
+      "⚠️ 1 open item was removed from the list without being marked done: 2. Dropped open",
+    );
     assert.equal(removalWarning(before, before), "");
   });
 
@@ -104,21 +129,48 @@ describe("todo-enforcer app in-process", () => {
         assert.equal(resultText(await client.callTool({ name: "_Stop", arguments: {}, ...meta })), "");
         assert.equal(resultText(await client.callTool({ name: "_PostCompact", arguments: {}, ...meta })), "");
         const todos = [{ id: 1, title: "Fix the bug" }, { id: 2, title: "Run the tests" }];
-        assert.equal(resultText(await client.callTool({ name: "todo", arguments: { todos }, ...meta })), "[ ] 1. Fix the bug  ← next\n[ ] 2. Run the tests");
+        assert.equal(
+          resultText(await client.callTool({ name: "todo", arguments: { todos }, ...meta })),
+          "[ ] 1. Fix the bug  ← next\n[ ] 2. Run the tests",
+        );
         const stop = resultText(await client.callTool({ name: "_Stop", arguments: {}, ...meta }));
-        assert.equal(stop, "You have open todo items. Keep working.\n\n[ ] 1. Fix the bug  ← next\n[ ] 2. Run the tests");
+        assert.equal(
+          stop,
+          "You have open todo items. Keep working.\n\n[ ] 1. Fix the bug  ← next\n[ ] 2. Run the tests",
+        );
 
-        const bad = await client.callTool({ name: "todo", arguments: { todos: [{ id: 1, title: "a" }, { id: 1, title: "b" }] }, ...meta });
+        const bad = await client.callTool({
+          name: "todo",
+          arguments: { todos: [{ id: 1, title: "a" }, { id: 1, title: "b" }] },
+          ...meta,
+        });
         assert.equal(bad.isError, true);
         assert.match(resultText(bad), /duplicate id 1/);
-        const tooMany = await client.callTool({ name: "todo", arguments: { todos: Array.from({ length: 51 }, (_, i) => ({ id: i + 1, title: "t" })) }, ...meta });
+        const tooMany = await client.callTool({
+          name: "todo",
+          arguments: { todos: Array.from({ length: 51 }, (_, i) => ({ id: i + 1, title: "t" })) },
+          ...meta,
+        });
         assert.equal(tooMany.isError, true);
-        assert.equal(resultText(await client.callTool({ name: "todo", arguments: {}, ...meta })), "[ ] 1. Fix the bug  ← next\n[ ] 2. Run the tests", "the old list is kept");
+        assert.equal(
+          resultText(await client.callTool({ name: "todo", arguments: {}, ...meta })),
+          "[ ] 1. Fix the bug  ← next\n[ ] 2. Run the tests",
+          "the old list is kept",
+        );
 
-        const dropped = resultText(await client.callTool({ name: "todo", arguments: { todos: [{ id: 1, title: "Fix the bug", done: true }] }, ...meta }));
+        const dropped = resultText(
+          await client.callTool({
+            name: "todo",
+            arguments: { todos: [{ id: 1, title: "Fix the bug", done: true }] },
+            ...meta,
+          }),
+        );
         assert.match(dropped, /1 open item was removed.*2\. Run the tests/);
         assert.equal(resultText(await client.callTool({ name: "_Stop", arguments: {}, ...meta })), "");
-        assert.equal(resultText(await client.callTool({ name: "_PostCompact", arguments: {}, ...meta })), "# Todo List\n[x] 1. Fix the bug");
+        assert.equal(
+          resultText(await client.callTool({ name: "_PostCompact", arguments: {}, ...meta })),
+          "# Todo List\n[x] 1. Fix the bug",
+        );
       } finally {
         await client.close();
       }
@@ -131,18 +183,33 @@ describe("todo-enforcer app in-process", () => {
     try {
       const sessions = Array.from({ length: 12 }, (_, i) => `agent-${i}`);
       await Promise.all(
-        sessions.map((id) => client.callTool({ name: "todo", arguments: { todos: [{ id: 1, title: `Task of ${id}` }] }, ...sessionMeta(id) })),
+        sessions.map((id) =>
+          client.callTool({
+            name: "todo",
+            arguments: { todos: [{ id: 1, title: `Task of ${id}` }] },
+            ...sessionMeta(id),
+          })
+        ),
       );
-      const stops = await Promise.all(sessions.map((id) => client.callTool({ name: "_Stop", arguments: {}, ...sessionMeta(id) })));
+      const stops = await Promise.all(
+        sessions.map((id) => client.callTool({ name: "_Stop", arguments: {}, ...sessionMeta(id) })),
+      );
       for (const [index, id] of sessions.entries()) {
         const text = resultText(stops[index]);
         assert.match(text, new RegExp(`Task of ${id}  ← next$`));
         assert.equal(text.split("\n").length, 3, "only this session's one item");
       }
-      assert.equal(resultText(await client.callTool({ name: "_Stop", arguments: {} })), "", "a request without a session uses the shared default list");
+      assert.equal(
+        resultText(await client.callTool({ name: "_Stop", arguments: {} })),
+        "",
+        "a request without a session uses the shared default list",
+      );
       await client.callTool({ name: "todo", arguments: { todos: [{ id: 9, title: "Shared" }] } });
       assert.match(resultText(await client.callTool({ name: "_Stop", arguments: {} })), /9\. Shared/);
-      assert.doesNotMatch(resultText(await client.callTool({ name: "_Stop", arguments: {}, ...sessionMeta("agent-0") })), /Shared/);
+      assert.doesNotMatch(
+        resultText(await client.callTool({ name: "_Stop", arguments: {}, ...sessionMeta("agent-0") })),
+        /Shared/,
+      );
     } finally {
       await client.close();
     }
@@ -153,9 +220,13 @@ describe("todo-enforcer app in-process", () => {
     const call = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
     const badHost = await postJsonRpc("http://evil.example/mcp", call, { fetch: appFetch(app) });
     assert.equal(badHost.status, 403);
-    const badOrigin = await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app, { origin: "http://evil.example" }) });
+    const badOrigin = await postJsonRpc("http://127.0.0.1/mcp", call, {
+      fetch: appFetch(app, { origin: "http://evil.example" }),
+    });
     assert.equal(badOrigin.status, 403);
-    const good = await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app, { origin: "http://localhost:3000" }) });
+    const good = await postJsonRpc("http://127.0.0.1/mcp", call, {
+      fetch: appFetch(app, { origin: "http://localhost:3000" }),
+    });
     assert.equal(good.status, 200);
   });
 
@@ -174,9 +245,13 @@ describe("todo-enforcer app in-process", () => {
     const missing = await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app) });
     assert.equal(missing.status, 401);
     assert.equal((missing.body as { error: { code: number } }).error.code, -32001);
-    const wrong = await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app, { authorization: "Bearer nope" }) });
+    const wrong = await postJsonRpc("http://127.0.0.1/mcp", call, {
+      fetch: appFetch(app, { authorization: "Bearer nope" }),
+    });
     assert.equal(wrong.status, 401);
-    const client = await httpClient("http://127.0.0.1/mcp", { fetch: appFetch(app, { authorization: "Bearer s3cret" }) });
+    const client = await httpClient("http://127.0.0.1/mcp", {
+      fetch: appFetch(app, { authorization: "Bearer s3cret" }),
+    });
     try {
       assert.equal((await client.listTools()).tools.length, 3);
     } finally {
@@ -193,9 +268,18 @@ describe("todo-enforcer app in-process", () => {
     const notJson = await postJsonRpc("http://127.0.0.1/mcp", "{not json", { fetch });
     assert.equal(notJson.status, 400);
     assert.equal((notJson.body as { error: { code: number } }).error.code, -32700);
-    const unknownTool = await postJsonRpc("http://127.0.0.1/mcp", { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "nope", arguments: {} } }, { fetch });
+    const unknownTool = await postJsonRpc("http://127.0.0.1/mcp", {
+      jsonrpc: "2.0",
+      id: 5,
+      method: "tools/call",
+      params: { name: "nope", arguments: {} },
+    }, { fetch });
     assert.ok(unknownTool.status < 500);
-    const after = await postJsonRpc("http://127.0.0.1/mcp", { jsonrpc: "2.0", id: 6, method: "tools/list", params: {} }, { fetch });
+    const after = await postJsonRpc(
+      "http://127.0.0.1/mcp",
+      { jsonrpc: "2.0", id: 6, method: "tools/list", params: {} },
+      { fetch },
+    );
     assert.equal(after.status, 200);
   });
 });
@@ -211,7 +295,11 @@ describe("todo-enforcer as a process", () => {
         await health.body?.cancel();
         const client = await httpClient(server.url);
         try {
-          await client.callTool({ name: "todo", arguments: { todos: [{ id: 1, title: "Over the wire" }] }, ...sessionMeta("real-port") });
+          await client.callTool({
+            name: "todo",
+            arguments: { todos: [{ id: 1, title: "Over the wire" }] },
+            ...sessionMeta("real-port"),
+          });
           const started = performance.now();
           const stop = resultText(await client.callTool({ name: "_Stop", arguments: {}, ...sessionMeta("real-port") }));
           assert.ok(performance.now() - started < 1000, "_Stop answers within 1 s");
@@ -241,10 +329,24 @@ describe("todo-enforcer as a process", () => {
     test(`stdio.ts under ${which} keeps one list for the whole process`, async () => {
       const client = await stdioClient(STDIO, [], which);
       try {
-        assert.deepEqual((await client.listTools()).tools.map((tool) => tool.name).sort(), ["_PostCompact", "_Stop", "todo"]);
-        await client.callTool({ name: "todo", arguments: { todos: [{ id: 4, title: "Over stdio" }] }, ...sessionMeta("one") });
-        assert.match(resultText(await client.callTool({ name: "_Stop", arguments: {}, ...sessionMeta("another") })), /4\. Over stdio/);
-        assert.equal(resultText(await client.callTool({ name: "_PostCompact", arguments: {} })), "# Todo List\n[ ] 4. Over stdio  ← next");
+        assert.deepEqual((await client.listTools()).tools.map((tool) => tool.name).sort(), [
+          "_PostCompact",
+          "_Stop",
+          "todo",
+        ]);
+        await client.callTool({
+          name: "todo",
+          arguments: { todos: [{ id: 4, title: "Over stdio" }] },
+          ...sessionMeta("one"),
+        });
+        assert.match(
+          resultText(await client.callTool({ name: "_Stop", arguments: {}, ...sessionMeta("another") })),
+          /4\. Over stdio/,
+        );
+        assert.equal(
+          resultText(await client.callTool({ name: "_PostCompact", arguments: {} })),
+          "# Todo List\n[ ] 4. Over stdio  ← next",
+        );
       } finally {
         await client.close();
       }

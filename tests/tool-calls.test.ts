@@ -19,21 +19,37 @@ describe("prepareToolCalls", () => {
   });
 
   test("ids used earlier in history, repeated in the response, too long or with other characters get fresh 9-character ids", () => {
-    const history: HistoryItem[] = [{ role: "user", text: "x" }, { role: "assistant", text: "", toolCalls: [call("call_0")] }, {
+    const history: HistoryItem[] = [{ role: "user", text: "x" }, {
+      role: "assistant",
+      text: "",
+      toolCalls: [call("call_0")],
+    }, {
       role: "tool",
       toolCallId: "call_0",
       content: [{ type: "text", text: "ok" }],
       isError: false,
     }];
-    const out = prepareToolCalls({ toolCalls: [call("call_0"), call("a"), call("a"), call("x".repeat(41)), call("has.dot")] }, history, counter());
+    const out = prepareToolCalls(
+      { toolCalls: [call("call_0"), call("a"), call("a"), call("x".repeat(41)), call("has.dot")] },
+      history,
+      counter(),
+    );
     const ids = out.calls.map((c) => c.id);
     assert.deepEqual(ids, ["call00001", "a", "call00002", "call00003", "call00004"]);
-    for (const id of [ids[0], ...ids.slice(2)]) assert.match(id!, /^[a-zA-Z0-9]{9}$/, "the form Mistral-family templates accept");
+    for (const id of [ids[0], ...ids.slice(2)]) {
+      assert.match(id!, /^[a-zA-Z0-9]{9}$/, "the form Mistral-family templates accept");
+    }
   });
 
   test("a fresh id skips any already in history", () => {
-    const history: HistoryItem[] = [{ role: "user", text: "x" }, { role: "assistant", text: "", toolCalls: [call("call00001"), call("call00002")] }];
-    for (const id of ["call00001", "call00002"]) history.push({ role: "tool", toolCallId: id, content: [{ type: "text", text: "ok" }], isError: false });
+    const history: HistoryItem[] = [{ role: "user", text: "x" }, {
+      role: "assistant",
+      text: "",
+      toolCalls: [call("call00001"), call("call00002")],
+    }];
+    for (const id of ["call00001", "call00002"]) {
+      history.push({ role: "tool", toolCallId: id, content: [{ type: "text", text: "ok" }], isError: false });
+    }
     const out = prepareToolCalls({ toolCalls: [call("call00001")] }, history, counter());
     assert.equal(out.calls[0]!.id, "call00003");
   });

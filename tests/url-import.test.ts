@@ -34,7 +34,9 @@ describe("mod.ts by URL", { skip: !runsOnce && "runs once, under bun" }, () => {
       writeFileSync(
         join(dir, "main.ts"),
         `import { agentOptionsFromEnv, createAgent } from "http://127.0.0.1:${port}/mod.ts";
-const options = agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: ${JSON.stringify(join(dir, "script.json"))} }, { readFile: (p) => Deno.readTextFileSync(p) });
+const options = agentOptionsFromEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: ${
+          JSON.stringify(join(dir, "script.json"))
+        } }, { readFile: (p) => Deno.readTextFileSync(p) });
 const agent = await createAgent({ ...options, sessionId: "url" });
 const run = agent.prompt("say hello");
 let text = "";
@@ -45,7 +47,16 @@ console.log(JSON.stringify({ text, stopReason: result.stopReason }));
 `,
       );
       const deno = join(repoRoot, "node_modules/.bin/deno");
-      const child = spawn(deno, ["run", "--no-config", "--no-lock", `--allow-import=127.0.0.1:${port}`, "--allow-read", "--allow-env", "--allow-run", "main.ts"], {
+      const child = spawn(deno, [
+        "run",
+        "--no-config",
+        "--no-lock",
+        `--allow-import=127.0.0.1:${port}`,
+        "--allow-read",
+        "--allow-env",
+        "--allow-run",
+        "main.ts",
+      ], {
         cwd: dir,
         env: { ...process.env, NO_COLOR: "1" },
       });

@@ -34,7 +34,10 @@ function startTodoServer(): Promise<{ url: string; stop: () => void }> {
   });
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
-    const timer = setTimeout(() => reject(new Error("Cannot start todo-enforcer: no \"listening on\" line within 20 s")), 20_000);
+    const timer = setTimeout(
+      () => reject(new Error('Cannot start todo-enforcer: no "listening on" line within 20 s')),
+      20_000,
+    );
     lines.once("line", (line) => {
       clearTimeout(timer);
       const url = line.replace(/^listening on /, "").trim();
@@ -69,21 +72,40 @@ async function main(): Promise<number> {
   process.once("SIGTERM", onSignal("SIGTERM", 143));
   try {
     const config = join(dir, "mcp.json");
-    writeFileSync(config, JSON.stringify({
-      mcpServers: {
-        todo: { type: "http", url: todo.url },
-        tests: {
-          command: process.execPath,
-          args: ["--import", tsx, join(root, "servers/test-gate/stdio.ts"), "--cmd", `${bin("bun")} test`, "--cwd", project],
+    writeFileSync(
+      config,
+      JSON.stringify(
+        {
+          mcpServers: {
+            todo: { type: "http", url: todo.url },
+            tests: {
+              command: process.execPath,
+              args: [
+                "--import",
+                tsx,
+                join(root, "servers/test-gate/stdio.ts"),
+                "--cmd",
+                `${bin("bun")} test`,
+                "--cwd",
+                project,
+              ],
+            },
+            fs: {
+              command: process.execPath,
+              args: [join(root, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), project],
+            },
+          },
         },
-        fs: {
-          command: process.execPath,
-          args: [join(root, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), project],
-        },
-      },
-    }, null, 2));
+        null,
+        2,
+      ),
+    );
 
-    const env: Record<string, string | undefined> = { ...process.env, MCP_HOOK_SERVERS: "todo,tests", DEMO_DIR: project };
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      MCP_HOOK_SERVERS: "todo,tests",
+      DEMO_DIR: project,
+    };
     if ((env["SPROUT_AGENT_PROVIDER"] ?? "") === "") {
       env["SPROUT_AGENT_PROVIDER"] = "scripted";
       env["SPROUT_AGENT_SCRIPT"] = join(root, "examples/demo/script.json");
@@ -108,7 +130,11 @@ async function main(): Promise<number> {
     const check = spawnSync(bin("bun"), ["test"], { cwd: project, encoding: "utf8" });
     const passed = check.status === 0;
     const counts = `${check.stdout}\n${check.stderr}`.match(/(\d+) pass[\s\S]*?(\d+) fail/);
-    console.log(`tests in the copied project: ${passed ? "PASS" : "FAIL"}${counts ? ` (${counts[1]} pass, ${counts[2]} fail)` : ""}`);
+    console.log(
+      `tests in the copied project: ${passed ? "PASS" : "FAIL"}${
+        counts ? ` (${counts[1]} pass, ${counts[2]} fail)` : ""
+      }`,
+    );
     console.log(`wall time: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     return code === 0 && passed ? 0 : 1;
   } finally {

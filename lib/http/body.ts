@@ -27,7 +27,9 @@ export class BodyLimitError extends Error {
   readonly what: string;
   /** `what` names the body or event; `limit` is the cap in bytes, set by `setting` (a variable name) if any. */
   constructor(what: string, limit: number, setting?: string) {
-    super(`${what} is larger than ${limit} bytes${setting === undefined ? "" : ` (${setting})`}; the rest was not read`);
+    super(
+      `${what} is larger than ${limit} bytes${setting === undefined ? "" : ` (${setting})`}; the rest was not read`,
+    );
     this.name = "BodyLimitError";
     this.what = what;
     this.limit = limit;
@@ -70,7 +72,9 @@ export async function readBody(body: ReadableStream<Uint8Array> | null, options:
       }
       const value = chunk.value;
       if (bytes + value.length > options.maxBytes) {
-        if (options.truncate !== true) throw new BodyLimitError(options.what ?? "the JSON body", options.maxBytes, options.setting);
+        if (options.truncate !== true) {
+          throw new BodyLimitError(options.what ?? "the JSON body", options.maxBytes, options.setting);
+        }
         parts.push(decoder.decode(value.subarray(0, options.maxBytes - bytes), { stream: true }));
         break;
       }

@@ -92,7 +92,9 @@ export class SseParser {
       if (event) out.push(event);
     }
     this.#buffer = this.#buffer.slice(start);
-    if (this.#buffer.length + this.#dataLength > this.#max) throw new BodyLimitError("an SSE event", this.#max, this.#setting);
+    if (this.#buffer.length + this.#dataLength > this.#max) {
+      throw new BodyLimitError("an SSE event", this.#max, this.#setting);
+    }
     return out;
   }
 
@@ -129,8 +131,7 @@ export class SseParser {
       this.#data.push(value);
       this.#dataLength += value.length + 1;
       if (this.#dataLength > this.#max) throw new BodyLimitError("an SSE event", this.#max, this.#setting);
-    }
-    else if (field === "event") this.#event = value;
+    } else if (field === "event") this.#event = value;
     else if (field === "id") {
       if (!value.includes("\0")) this.#id = value;
     } else if (field === "retry" && /^\d+$/.test(value)) this.#retry = Number(value);

@@ -77,7 +77,9 @@ export async function readAnthropicStream(
   events: AsyncIterable<SseEvent>,
   handlers?: ((text: string) => void) | AnthropicStreamHandlers,
 ): Promise<LlmResponse> {
-  const { onTextDelta, onThinkingDelta } = typeof handlers === "function" ? { onTextDelta: handlers, onThinkingDelta: undefined } : handlers ?? {};
+  const { onTextDelta, onThinkingDelta } = typeof handlers === "function"
+    ? { onTextDelta: handlers, onThinkingDelta: undefined }
+    : handlers ?? {};
   const blocks = new Map<number, Assembling>();
   let usage: { input: number; output: number; seen: boolean } = { input: 0, output: 0, seen: false };
   let stopReason: unknown;
@@ -89,7 +91,9 @@ export async function readAnthropicStream(
     try {
       data = JSON.parse(event.data) as Record<string, unknown>;
     } catch {
-      throw new AttemptError(`invalid JSON in stream event "${event.event}": ${clip(event.data, 200)}`, { retryable: true });
+      throw new AttemptError(`invalid JSON in stream event "${event.event}": ${clip(event.data, 200)}`, {
+        retryable: true,
+      });
     }
     const type = typeof data["type"] === "string" ? data["type"] : event.event;
     if (type === "error") throw streamError(data);
@@ -99,9 +103,18 @@ export async function readAnthropicStream(
     } else if (type === "content_block_start") {
       const index = Number(data["index"]);
       const block = { ...(data["content_block"] as Block) };
-      blocks.set(index, { block, text: typeof block["text"] === "string" ? block["text"] : "", json: "", hasJson: false });
-      if (block["type"] === "text" && typeof block["text"] === "string" && block["text"] !== "") onTextDelta?.(block["text"]);
-      if (block["type"] === "thinking" && typeof block["thinking"] === "string" && block["thinking"] !== "") onThinkingDelta?.(block["thinking"]);
+      blocks.set(index, {
+        block,
+        text: typeof block["text"] === "string" ? block["text"] : "",
+        json: "",
+        hasJson: false,
+      });
+      if (block["type"] === "text" && typeof block["text"] === "string" && block["text"] !== "") {
+        onTextDelta?.(block["text"]);
+      }
+      if (block["type"] === "thinking" && typeof block["thinking"] === "string" && block["thinking"] !== "") {
+        onThinkingDelta?.(block["thinking"]);
+      }
     } else if (type === "content_block_delta") {
       const current = blocks.get(Number(data["index"]));
       const delta = data["delta"] as Record<string, unknown> | undefined;
@@ -188,7 +201,9 @@ function assemble(
 function refusalText(details: unknown): string | undefined {
   if (typeof details !== "object" || details === null) return undefined;
   const d = details as Record<string, unknown>;
-  const explanation = typeof d["explanation"] === "string" && d["explanation"].trim() !== "" ? d["explanation"].trim() : undefined;
+  const explanation = typeof d["explanation"] === "string" && d["explanation"].trim() !== ""
+    ? d["explanation"].trim()
+    : undefined;
   const category = typeof d["category"] === "string" && d["category"] !== "" ? d["category"] : undefined;
   if (explanation === undefined) return category === undefined ? undefined : `declined (category: ${category})`;
   return category === undefined ? explanation : `${explanation} (category: ${category})`;
@@ -222,7 +237,12 @@ function streamError(data: Record<string, unknown>): AttemptError {
 
 /** Reads a non-streaming Messages API response (an endpoint that ignored `stream: true`). */
 export function fromAnthropicMessage(json: unknown): LlmResponse {
-  const message = json as { content?: unknown; stop_reason?: unknown; stop_details?: unknown; usage?: Record<string, unknown> };
+  const message = json as {
+    content?: unknown;
+    stop_reason?: unknown;
+    stop_details?: unknown;
+    usage?: Record<string, unknown>;
+  };
   if (!Array.isArray(message.content)) {
     throw new AttemptError(`unexpected response: ${clip(JSON.stringify(json), 200)}`, { retryable: false });
   }
@@ -232,5 +252,10 @@ export function fromAnthropicMessage(json: unknown): LlmResponse {
     json: "",
     hasJson: false,
   }));
-  return assemble(parts, message.stop_reason, readUsage(message.usage, { input: 0, output: 0, seen: false }), message.stop_details);
+  return assemble(
+    parts,
+    message.stop_reason,
+    readUsage(message.usage, { input: 0, output: 0, seen: false }),
+    message.stop_details,
+  );
 }

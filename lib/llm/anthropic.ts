@@ -10,7 +10,12 @@ import { fromAnthropicMessage, readAnthropicStream } from "./anthropic-stream.ts
 import { resultText, sendAttempt, withText } from "./http.ts";
 import { type RetryOptions, withRetry } from "./retry.ts";
 
-export { type AnthropicStreamHandlers, fromAnthropicMessage, mapAnthropicStop, readAnthropicStream } from "./anthropic-stream.ts";
+export {
+  type AnthropicStreamHandlers,
+  fromAnthropicMessage,
+  mapAnthropicStop,
+  readAnthropicStream,
+} from "./anthropic-stream.ts";
 
 /** The smallest `thinking.budget_tokens` the Messages API accepts. */
 export const MIN_THINKING_BUDGET_TOKENS = 1024;
@@ -78,8 +83,13 @@ export function createAnthropicModel(options: AnthropicOptions): Model {
             timeoutMs: options.timeoutMs ?? 120_000,
             ...(request.signal === undefined ? {} : { signal: request.signal }),
           }, {
-            events: (events) => readAnthropicStream(events, { onTextDelta: request.onTextDelta, onThinkingDelta: request.onThinkingDelta }),
-            json: (json) => withThinking(withText(fromAnthropicMessage(json), request.onTextDelta), request.onThinkingDelta),
+            events: (events) =>
+              readAnthropicStream(events, {
+                onTextDelta: request.onTextDelta,
+                onThinkingDelta: request.onThinkingDelta,
+              }),
+            json: (json) =>
+              withThinking(withText(fromAnthropicMessage(json), request.onTextDelta), request.onThinkingDelta),
           }),
         {
           ...options.retry,
@@ -112,7 +122,9 @@ export function anthropicBody(
   const body: Record<string, unknown> = { model, max_tokens: request.maxOutputTokens, stream: true };
   const budget = options.thinkingBudgetTokens ?? 0;
   const messages = toAnthropicMessages(request.history, hasTools);
-  if (budget > 0 && request.purpose !== "summary" && budget < request.maxOutputTokens && turnOpensWithThinking(messages)) {
+  if (
+    budget > 0 && request.purpose !== "summary" && budget < request.maxOutputTokens && turnOpensWithThinking(messages)
+  ) {
     body["thinking"] = { type: "enabled", budget_tokens: budget };
   }
   const last = messages[messages.length - 1];
@@ -125,7 +137,11 @@ export function anthropicBody(
   if (request.system.trim() !== "") body["system"] = request.system;
   body["messages"] = messages;
   if (hasTools) {
-    body["tools"] = request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
+    body["tools"] = request.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      input_schema: t.inputSchema,
+    }));
   }
   return body;
 }
@@ -175,7 +191,9 @@ export function toAnthropicMessages(history: readonly HistoryItem[], hasTools: b
   const out: AnthropicMessage[] = [];
   for (const message of merged) {
     const content = [...message.content];
-    if (message.role === "assistant") while (content.length > 0 && isThinking(content[content.length - 1]!)) content.pop();
+    if (message.role === "assistant") {
+      while (content.length > 0 && isThinking(content[content.length - 1]!)) content.pop();
+    }
     pushMerged(out, message.role, content);
   }
   if (out[0]?.role === "assistant") out.unshift({ role: "user", content: [{ type: "text", text: "(continued)" }] });
@@ -244,7 +262,9 @@ function isSigned(block: Block): boolean {
 /** Passes a non-streamed response's thinking to `onThinkingDelta`, as the stream would. */
 function withThinking(response: LlmResponse, onThinkingDelta?: (text: string) => void): LlmResponse {
   for (const block of (response.native?.content ?? []) as Block[]) {
-    if (block["type"] === "thinking" && typeof block["thinking"] === "string" && block["thinking"] !== "") onThinkingDelta?.(block["thinking"]);
+    if (block["type"] === "thinking" && typeof block["thinking"] === "string" && block["thinking"] !== "") {
+      onThinkingDelta?.(block["thinking"]);
+    }
   }
   return response;
 }

@@ -99,7 +99,10 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
           { retryable: false },
         );
       }
-      const text = await readBody(response.body, { maxBytes, what: `the response body (${type || "no content type"})` });
+      const text = await readBody(response.body, {
+        maxBytes,
+        what: `the response body (${type || "no content type"})`,
+      });
       body = null;
       let json: unknown;
       try {
@@ -114,7 +117,9 @@ export async function sendAttempt<T>(request: AttemptRequest, handlers: AttemptH
     if (response.body === null) throw new AttemptError("empty response body", { retryable: true });
     const stream = response.body;
     arm();
-    const result = await handlers.events(rearmEach(readSse(stream, controller.signal, { maxEventBytes: maxBytes }), arm));
+    const result = await handlers.events(
+      rearmEach(readSse(stream, controller.signal, { maxEventBytes: maxBytes }), arm),
+    );
     return result;
   } catch (error) {
     if (error instanceof BodyLimitError) throw new AttemptError(error.message, { retryable: false });
@@ -199,7 +204,9 @@ export function clip(text: string, max: number): string {
  * Parses a tool call's JSON arguments into an object: empty, `null` → `{}`.
  * @returns `{ok: false}` for invalid JSON or a non-object value
  */
-export function parseArguments(raw: string): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
+export function parseArguments(
+  raw: string,
+): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
   if (raw.trim() === "") return { ok: true, value: {} };
   let value: unknown;
   try {
@@ -218,7 +225,6 @@ export function resultText(content: readonly ResultBlock[]): string {
   const text = parts.filter((p) => p.trim() !== "").join("\n");
   return text === "" ? "(no output)" : text;
 }
-
 
 /** Emits a non-streamed response's whole text through `onTextDelta`, then returns it. */
 export function withText<T extends { text: string }>(response: T, onTextDelta?: (text: string) => void): T {

@@ -258,7 +258,8 @@ export async function readOpenAiStream(
           : byIndex.get(index);
         // At a known index, a delta that brings another id and a name is another call (Ollama
         // reuses index 0); another id without a name continues the call (an unstable id).
-        const collides = call !== undefined && index !== undefined && id !== undefined && call.id !== "" && call.id !== id && named;
+        const collides = call !== undefined && index !== undefined && id !== undefined && call.id !== "" &&
+          call.id !== id && named;
         if (call === undefined || collides) {
           call = { id: "", name: "", args: "" };
           calls.push(call);

@@ -28,7 +28,10 @@ export class AttemptError extends Error {
   readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
   readonly detail: string;
-  constructor(detail: string, options: { status?: number; retryable: boolean; retryAfterMs?: number; cause?: unknown }) {
+  constructor(
+    detail: string,
+    options: { status?: number; retryable: boolean; retryAfterMs?: number; cause?: unknown },
+  ) {
     super(detail, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "AttemptError";
     this.detail = detail;
@@ -63,14 +66,16 @@ export function parseRetryAfter(headers: Headers, now: number = Date.now()): num
  * The jittered backoff before retry number `attempt` (1-based): `base * 2^(attempt-1)` capped
  * at `max`, times a random factor in [0.8, 1.2], capped at `max` again.
  */
-export function backoffDelay(attempt: number, options: { baseMs?: number; maxMs?: number; random?: () => number } = {}): number {
+export function backoffDelay(
+  attempt: number,
+  options: { baseMs?: number; maxMs?: number; random?: () => number } = {},
+): number {
   const base = options.baseMs ?? BASE_DELAY_MS;
   const max = options.maxMs ?? MAX_DELAY_MS;
   const nominal = Math.min(max, base * 2 ** (attempt - 1));
   const factor = 0.8 + 0.4 * (options.random ?? Math.random)();
   return Math.min(max, Math.round(nominal * factor));
 }
-
 
 /**
  * Options of {@link withRetry}.
@@ -109,7 +114,7 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, options: 
   const maxAttempts = options.maxAttempts ?? MAX_ATTEMPTS;
   const wait = options.sleep ?? sleep;
   const signal = options.signal;
-  for (let n = 1; ; n++) {
+  for (let n = 1;; n++) {
     if (signal?.aborted) throw abortReason(signal);
     let failure: AttemptError;
     try {

@@ -63,7 +63,10 @@ export function createScriptedModel(turns: readonly ScriptTurn[], options: Scrip
       }
       const turn = turns[next];
       if (turn === undefined) {
-        throw new AgentError("llm", `Scripted model ran out of turns: ${JSON.stringify(path)} has ${turns.length} turns`);
+        throw new AgentError(
+          "llm",
+          `Scripted model ran out of turns: ${JSON.stringify(path)} has ${turns.length} turns`,
+        );
       }
       next++;
       const toolCalls: ToolCall[] = (turn.toolCalls ?? []).map((c) => ({
@@ -92,7 +95,9 @@ async function emit(text: string, request: LlmRequest): Promise<void> {
 }
 
 function summaryOf(history: readonly HistoryItem[]): string {
-  const texts = history.filter((h) => h.role === "user").map((h) => (h as { text: string }).text.trim()).filter((t) => t !== "");
+  const texts = history.filter((h) => h.role === "user").map((h) => (h as { text: string }).text.trim()).filter((t) =>
+    t !== ""
+  );
   const body = texts.join("\n").slice(0, 8000);
   return `Summary (scripted): ${body === "" ? "(nothing to summarise)" : body}`;
 }
@@ -137,7 +142,9 @@ export function parseScript(raw: unknown, path: string): ScriptTurn[] {
         const field = `${at}: "toolCalls[${j}]`;
         if (!isObject(c)) fail(`${field}"`, "must be an object");
         const call = c as Record<string, unknown>;
-        if (typeof call["name"] !== "string" || call["name"] === "") fail(`${field}.name"`, "must be a non-empty string");
+        if (typeof call["name"] !== "string" || call["name"] === "") {
+          fail(`${field}.name"`, "must be a non-empty string");
+        }
         if (call["arguments"] !== undefined && call["arguments"] !== null && !isObject(call["arguments"])) {
           fail(`${field}.arguments"`, "must be an object");
         }
@@ -147,7 +154,7 @@ export function parseScript(raw: unknown, path: string): ScriptTurn[] {
     if (t["usage"] !== undefined) {
       const u = t["usage"] as Record<string, unknown>;
       if (!isObject(u) || typeof u["inputTokens"] !== "number" || typeof u["outputTokens"] !== "number") {
-        fail(`${at}: "usage"`, "must be {\"inputTokens\": number, \"outputTokens\": number}");
+        fail(`${at}: "usage"`, 'must be {"inputTokens": number, "outputTokens": number}');
       }
     }
   });
@@ -167,13 +174,19 @@ export function loadScript(
   try {
     text = options.readFile(path);
   } catch (error) {
-    throw new AgentError("config", `Invalid SPROUT_AGENT_SCRIPT ${JSON.stringify(path)}: cannot read it: ${(error as Error).message}`);
+    throw new AgentError(
+      "config",
+      `Invalid SPROUT_AGENT_SCRIPT ${JSON.stringify(path)}: cannot read it: ${(error as Error).message}`,
+    );
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    throw new AgentError("config", `Invalid SPROUT_AGENT_SCRIPT ${JSON.stringify(path)}: not JSON: ${(error as Error).message}`);
+    throw new AgentError(
+      "config",
+      `Invalid SPROUT_AGENT_SCRIPT ${JSON.stringify(path)}: not JSON: ${(error as Error).message}`,
+    );
   }
   return parseScript(expandEnv(raw, options.env ?? process.env), path);
 }

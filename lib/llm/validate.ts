@@ -28,30 +28,45 @@ const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !
 
 function schemaProblems(schema: unknown, where: string, anthropic: boolean, name: string): string[] {
   if (!isObj(schema)) {
-    return [anthropic ? `${where}: Input should be a valid dictionary` : `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "None"'.`];
+    return [
+      anthropic
+        ? `${where}: Input should be a valid dictionary`
+        : `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "None"'.`,
+    ];
   }
   for (const key of ["anyOf", "oneOf", "allOf"]) {
     if (key in schema) {
-      return [anthropic
-        ? `${where}: input_schema does not support oneOf, allOf, or anyOf at the top level`
-        : `Invalid schema for function '${name}': (fake) '${key}' is not supported at the top level of the schema`];
+      return [
+        anthropic
+          ? `${where}: input_schema does not support oneOf, allOf, or anyOf at the top level`
+          : `Invalid schema for function '${name}': (fake) '${key}' is not supported at the top level of the schema`,
+      ];
     }
   }
   if (schema["type"] !== "object") {
     const got = typeof schema["type"] === "string" ? schema["type"] : "None";
-    return [anthropic ? `${where}.type: Input should be 'object'` : `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "${got}"'.`];
+    return [
+      anthropic
+        ? `${where}.type: Input should be 'object'`
+        : `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "${got}"'.`,
+    ];
   }
   // Both APIs check the schema itself: `properties` an object of schemas, `required` a list of names.
   const properties = schema["properties"];
   const badProperties = properties !== undefined &&
     (!isObj(properties) || Object.values(properties).some((p) => !isObj(p) && typeof p !== "boolean"));
   const required = schema["required"];
-  const badRequired = required !== undefined && (!Array.isArray(required) || required.some((r) => typeof r !== "string"));
+  const badRequired = required !== undefined &&
+    (!Array.isArray(required) || required.some((r) => typeof r !== "string"));
   if (badProperties || badRequired) {
     const field = badProperties ? "properties" : "required";
-    return [anthropic
-      ? `${where}: JSON schema is invalid. It must match JSON Schema draft 2020-12 (${field})`
-      : `Invalid schema for function '${name}': ${JSON.stringify(badProperties ? properties : required)} is not valid under any of the given schemas (${field}).`];
+    return [
+      anthropic
+        ? `${where}: JSON schema is invalid. It must match JSON Schema draft 2020-12 (${field})`
+        : `Invalid schema for function '${name}': ${
+          JSON.stringify(badProperties ? properties : required)
+        } is not valid under any of the given schemas (${field}).`,
+    ];
   }
   return [];
 }
@@ -77,7 +92,8 @@ function fakeRedactedDataValid(data: string): boolean {
   return dot > 0 && data.slice(dot + 1) === digest(`sprout-fake-redacted\u0000${data.slice(0, dot)}`);
 }
 
-const isThinkingBlock = (b: unknown): boolean => isObj(b) && (b["type"] === "thinking" || b["type"] === "redacted_thinking");
+const isThinkingBlock = (b: unknown): boolean =>
+  isObj(b) && (b["type"] === "thinking" || b["type"] === "redacted_thinking");
 
 /**
  * The extended-thinking rules of the Messages API: the budget, signatures, where thinking
@@ -92,8 +108,9 @@ function thinkingProblems(body: Obj, messages: unknown[]): string[] {
   if (enabled) {
     const budget = thinking["budget_tokens"];
     if (!Number.isInteger(budget)) problems.push("thinking.enabled.budget_tokens: Field required");
-    else if ((budget as number) < 1024) problems.push("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
-    else if (Number.isInteger(body["max_tokens"]) && (body["max_tokens"] as number) <= (budget as number)) {
+    else if ((budget as number) < 1024) {
+      problems.push("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
+    } else if (Number.isInteger(body["max_tokens"]) && (body["max_tokens"] as number) <= (budget as number)) {
       problems.push(
         "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size",
       );
@@ -104,11 +121,15 @@ function thinkingProblems(body: Obj, messages: unknown[]): string[] {
     const m = isObj(message) ? message : {};
     const content = typeof m["content"] === "string"
       ? [{ type: "text", text: m["content"] }]
-      : Array.isArray(m["content"]) ? m["content"] as unknown[] : [];
+      : Array.isArray(m["content"])
+      ? m["content"] as unknown[]
+      : [];
     if (m["role"] === "user") {
       if (content.some((b) => !(isObj(b) && b["type"] === "tool_result"))) turnStart = i + 1;
       content.forEach((b, j) => {
-        if (isThinkingBlock(b)) problems.push(`messages.${i}.content.${j}: (fake) \`thinking\` blocks may only appear in assistant messages`);
+        if (isThinkingBlock(b)) {
+          problems.push(`messages.${i}.content.${j}: (fake) \`thinking\` blocks may only appear in assistant messages`);
+        }
       });
       return;
     }
@@ -117,8 +138,9 @@ function thinkingProblems(body: Obj, messages: unknown[]): string[] {
       if (!isObj(b)) return;
       if (b["type"] === "thinking") {
         const signature = b["signature"];
-        if (typeof signature !== "string" || signature === "") problems.push(`messages.${i}.content.${j}.thinking.signature: (fake) Field required`);
-        else if (typeof b["thinking"] !== "string" || signature !== fakeThinkingSignature(b["thinking"])) {
+        if (typeof signature !== "string" || signature === "") {
+          problems.push(`messages.${i}.content.${j}.thinking.signature: (fake) Field required`);
+        } else if (typeof b["thinking"] !== "string" || signature !== fakeThinkingSignature(b["thinking"])) {
           problems.push(`messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`);
         }
       } else if (b["type"] === "redacted_thinking") {
@@ -130,7 +152,9 @@ function thinkingProblems(body: Obj, messages: unknown[]): string[] {
     const first = content[0];
     if (content.some(isThinkingBlock) && !isThinkingBlock(first)) {
       const found = isObj(first) ? String(first["type"]) : "nothing";
-      problems.push(`messages.${i}.content.0: If an assistant message contains any thinking blocks, the first block must be thinking or redacted_thinking. Found ${found}.`);
+      problems.push(
+        `messages.${i}.content.0: If an assistant message contains any thinking blocks, the first block must be thinking or redacted_thinking. Found ${found}.`,
+      );
     }
     if (content.length > 0 && isThinkingBlock(content[content.length - 1])) {
       problems.push(`messages.${i}: The final block in an assistant message cannot be \`thinking\`.`);
@@ -210,7 +234,9 @@ export function validateAnthropicRequest(body: unknown): string[] {
     // versions and some Anthropic-compatible gateways refuse them, and our client never
     // needs to send them, so the fake keeps the old rule (quoting the old error).
     if (prior === role) {
-      problems.push(`messages: roles must alternate between "user" and "assistant", but found multiple "${role}" roles in a row`);
+      problems.push(
+        `messages: roles must alternate between "user" and "assistant", but found multiple "${role}" roles in a row`,
+      );
     }
     const content = typeof m["content"] === "string" ? [{ type: "text", text: m["content"] }] : m["content"];
     if (!Array.isArray(content)) {
@@ -219,7 +245,9 @@ export function validateAnthropicRequest(body: unknown): string[] {
       return;
     }
     if (content.length === 0 && !(role === "assistant" && i === messages.length - 1)) {
-      problems.push(`messages.${i}: all messages must have non-empty content except for the optional final assistant message`);
+      problems.push(
+        `messages.${i}: all messages must have non-empty content except for the optional final assistant message`,
+      );
     }
     const toolUses: string[] = [];
     const results: string[] = [];
@@ -232,10 +260,14 @@ export function validateAnthropicRequest(body: unknown): string[] {
         if (p !== undefined) problems.push(p);
       }
       if ((type === "tool_use" || type === "tool_result") && !hasTools) {
-        problems.push(`messages.${i}.content.${j}: Requests which include \`tool_use\` or \`tool_result\` blocks must define tools.`);
+        problems.push(
+          `messages.${i}.content.${j}: Requests which include \`tool_use\` or \`tool_result\` blocks must define tools.`,
+        );
       }
       if (type === "tool_use") {
-        if (role !== "assistant") problems.push(`messages.${i}.content.${j}: (fake) \`tool_use\` blocks may only appear in assistant messages`);
+        if (role !== "assistant") {
+          problems.push(`messages.${i}.content.${j}: (fake) \`tool_use\` blocks may only appear in assistant messages`);
+        }
         const id = String(b["id"] ?? "");
         if (seenIds.has(id)) problems.push(`messages.${i}.content.${j}: \`tool_use\` ids must be unique`);
         seenIds.add(id);
@@ -246,7 +278,9 @@ export function validateAnthropicRequest(body: unknown): string[] {
         if (!isObj(b["input"])) problems.push(`messages.${i}.content.${j}.input: Input should be a valid dictionary`);
       }
       if (type === "tool_result") {
-        if (role !== "user") problems.push(`messages.${i}.content.${j}: (fake) \`tool_result\` blocks may only appear in user messages`);
+        if (role !== "user") {
+          problems.push(`messages.${i}.content.${j}: (fake) \`tool_result\` blocks may only appear in user messages`);
+        }
         const id = String(b["tool_use_id"] ?? "");
         if (!previousToolUses.includes(id) || results.includes(id)) {
           problems.push(
@@ -274,7 +308,9 @@ export function validateAnthropicRequest(body: unknown): string[] {
       const missing = previousToolUses.filter((id) => !results.includes(id));
       if (missing.length > 0) {
         problems.push(
-          `messages.${i - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+          `messages.${i - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${
+            missing.join(", ")
+          }. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
         );
       }
     }
@@ -282,7 +318,9 @@ export function validateAnthropicRequest(body: unknown): string[] {
   });
   if (previousToolUses.length > 0) {
     problems.push(
-      `messages.${messages.length - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${previousToolUses.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+      `messages.${messages.length - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${
+        previousToolUses.join(", ")
+      }. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
     );
   }
   problems.push(...thinkingProblems(body, messages));
@@ -296,7 +334,8 @@ export const TEMPLATE_ALTERNATION_ERROR =
   "After the optional system message, conversation roles must alternate user/assistant/user/assistant/...";
 
 /** vLLM's error (Mistral tokenizer mode) for an assistant message with empty content and no calls. */
-export const EMPTY_ASSISTANT_ERROR = "Invalid assistant message: role='assistant' content=None tool_calls=None prefix=False";
+export const EMPTY_ASSISTANT_ERROR =
+  "Invalid assistant message: role='assistant' content=None tool_calls=None prefix=False";
 
 /**
  * Options of {@link validateOpenAiRequest}.
@@ -371,23 +410,34 @@ export function validateOpenAiRequest(body: unknown, options: OpenAiValidateOpti
       const name = fn["name"];
       if (t["type"] !== "function") problems.push(`Invalid value for 'tools[${i}].type': expected 'function'`);
       if (typeof name === "string" && name.length > 64) {
-        problems.push(`Invalid 'tools[${i}].function.name': string too long. Expected a string with maximum length 64, but got a string with length ${name.length} instead.`);
+        problems.push(
+          `Invalid 'tools[${i}].function.name': string too long. Expected a string with maximum length 64, but got a string with length ${name.length} instead.`,
+        );
       } else if (typeof name !== "string" || !TOOL_NAME_PATTERN.test(name)) {
-        problems.push(`Invalid 'tools[${i}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`);
+        problems.push(
+          `Invalid 'tools[${i}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+        );
       }
       if (fn["parameters"] !== undefined) problems.push(...schemaProblems(fn["parameters"], "", false, String(name)));
     });
   }
   const messages = body["messages"];
   if (!Array.isArray(messages)) return [...problems, "Missing required parameter: 'messages'."];
-  if (messages.length === 0) return [...problems, "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."];
+  if (messages.length === 0) {
+    return [
+      ...problems,
+      "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+    ];
+  }
   let open: string[] = []; // calls of the last assistant message still waiting for a tool message
   let answered: string[] = [];
   let inToolRun = false;
   const closeRun = () => {
     if (open.length > 0) {
       problems.push(
-        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(", ")}`,
+        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${
+          open.join(", ")
+        }`,
       );
     }
     open = [];
@@ -398,25 +448,37 @@ export function validateOpenAiRequest(body: unknown, options: OpenAiValidateOpti
     const m = isObj(message) ? message : {};
     const role = m["role"];
     if (!["system", "developer", "user", "assistant", "tool"].includes(role as string)) {
-      problems.push(`Invalid value: '${String(role)}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`);
+      problems.push(
+        `Invalid value: '${
+          String(role)
+        }'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`,
+      );
       return;
     }
     if (role === "tool") {
       if (!inToolRun) {
-        problems.push("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.");
+        problems.push(
+          "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+        );
         return;
       }
       const id = String(m["tool_call_id"] ?? "");
       if (!open.includes(id)) {
-        problems.push(answered.includes(id)
-          ? `(fake) messages[${i}]: a second 'tool' message answers tool_call_id '${id}'`
-          : `Invalid parameter: 'tool_call_id' of '${id}' not found in 'tool_calls' of previous message.`);
+        problems.push(
+          answered.includes(id)
+            ? `(fake) messages[${i}]: a second 'tool' message answers tool_call_id '${id}'`
+            : `Invalid parameter: 'tool_call_id' of '${id}' not found in 'tool_calls' of previous message.`,
+        );
       } else {
         open = open.filter((x) => x !== id);
         answered.push(id);
       }
       if (typeof m["content"] !== "string" && !Array.isArray(m["content"])) {
-        problems.push(`Invalid value for 'content': expected a string, got ${m["content"] === null ? "null" : typeof m["content"]}.`);
+        problems.push(
+          `Invalid value for 'content': expected a string, got ${
+            m["content"] === null ? "null" : typeof m["content"]
+          }.`,
+        );
       }
       return;
     }
@@ -442,17 +504,25 @@ export function validateOpenAiRequest(body: unknown, options: OpenAiValidateOpti
           if (ids.has(id)) problems.push(`(fake) messages[${i}].tool_calls[${j}]: duplicate tool call id '${id}'`);
           ids.add(id);
           if (typeof fn["name"] !== "string" || !TOOL_NAME_PATTERN.test(fn["name"])) {
-            problems.push(`Invalid 'messages[${i}].tool_calls[${j}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`);
+            problems.push(
+              `Invalid 'messages[${i}].tool_calls[${j}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+            );
           }
           if (typeof fn["arguments"] !== "string") {
-            problems.push(`Invalid type for 'messages[${i}].tool_calls[${j}].function.arguments': expected a string, but got ${fn["arguments"] === null ? "null" : typeof fn["arguments"]} instead.`);
+            problems.push(
+              `Invalid type for 'messages[${i}].tool_calls[${j}].function.arguments': expected a string, but got ${
+                fn["arguments"] === null ? "null" : typeof fn["arguments"]
+              } instead.`,
+            );
           }
         });
         open = [...ids];
         inToolRun = true;
       }
     } else if (typeof content !== "string" && !Array.isArray(content)) {
-      problems.push(`Invalid value for 'content': expected a string, got ${content === null ? "null" : typeof content}.`);
+      problems.push(
+        `Invalid value for 'content': expected a string, got ${content === null ? "null" : typeof content}.`,
+      );
     }
   });
   closeRun();

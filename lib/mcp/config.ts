@@ -51,7 +51,9 @@ export function objectKeysInOrder(text: string, path: readonly string[]): string
         keys.push(key);
         ws();
         i++; // colon
-        const inner = depth < path.length && key === path[depth] ? value(depth + 1) : (value(Number.POSITIVE_INFINITY), undefined);
+        const inner = depth < path.length && key === path[depth]
+          ? value(depth + 1)
+          : (value(Number.POSITIVE_INFINITY), undefined);
         if (inner !== undefined) found = inner;
         ws();
         if (text[i] === ",") i++;
@@ -137,7 +139,9 @@ export function parseMcpConfig(
   if (typeof root !== "object" || root === null || Array.isArray(root)) fail(file, "the top level must be an object");
   const servers = (root as { mcpServers?: unknown }).mcpServers;
   if (servers === undefined) return [];
-  if (typeof servers !== "object" || servers === null || Array.isArray(servers)) fail(file, "mcpServers must be an object");
+  if (typeof servers !== "object" || servers === null || Array.isArray(servers)) {
+    fail(file, "mcpServers must be an object");
+  }
   const names = objectKeysInOrder(text, ["mcpServers"]);
   if (names.length > MAX_SERVERS) fail(file, `${names.length} servers configured, at most ${MAX_SERVERS} are allowed`);
   // JSON.parse keeps only the last of two equal keys: a second server would vanish silently.
@@ -149,7 +153,9 @@ export function parseMcpConfig(
       fail(file, `server name ${JSON.stringify(name)} must match ^[A-Za-z0-9_-]{1,64}$ and must not contain "__"`);
     }
     const raw = (servers as Record<string, unknown>)[name];
-    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) fail(file, `mcpServers.${name} must be an object`);
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+      fail(file, `mcpServers.${name} must be an object`);
+    }
     const s = raw as Record<string, unknown>;
     const at = `mcpServers.${name}`;
     const protocol = s["protocol"];
@@ -159,7 +165,10 @@ export function parseMcpConfig(
     const type = s["type"] ?? (s["url"] !== undefined ? "http" : "stdio");
     let config: McpServerConfig;
     if (type === "sse") {
-      fail(file, `${at}.type "sse" is the deprecated 2024 transport, which sprout-agent does not speak: use "http" (Streamable HTTP)`);
+      fail(
+        file,
+        `${at}.type "sse" is the deprecated 2024 transport, which sprout-agent does not speak: use "http" (Streamable HTTP)`,
+      );
     } else if (type === "http" || type === "streamable-http") {
       if (typeof s["url"] !== "string" || s["url"] === "") fail(file, `${at}.url must be a non-empty string`);
       const url = expandVars(s["url"], options.env);
@@ -179,9 +188,13 @@ export function parseMcpConfig(
       }
       config = { name, transport: { type: "http", url, headers } };
     } else if (type === "stdio") {
-      if (typeof s["command"] !== "string" || s["command"] === "") fail(file, `${at}.command must be a non-empty string`);
+      if (typeof s["command"] !== "string" || s["command"] === "") {
+        fail(file, `${at}.command must be a non-empty string`);
+      }
       const args = s["args"] ?? [];
-      if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) fail(file, `${at}.args must be an array of strings`);
+      if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) {
+        fail(file, `${at}.args must be an array of strings`);
+      }
       const command = expandVars(s["command"], options.env);
       if (command.trim() === "") {
         fail(file, `${at}.command ${JSON.stringify(s["command"])} expands to an empty string (is the variable set?)`);

@@ -7,7 +7,16 @@
 
 import process from "node:process";
 import { AgentError, isAbortError } from "../errors.ts";
-import { decodeResult, initializeLegacy, knownEra, probeEra, readDiscover, remainingMs, rememberEra, requestMeta } from "./era.ts";
+import {
+  decodeResult,
+  initializeLegacy,
+  knownEra,
+  probeEra,
+  readDiscover,
+  remainingMs,
+  rememberEra,
+  requestMeta,
+} from "./era.ts";
 import type { Probe } from "./era.ts";
 import { HttpTransport } from "./http.ts";
 import { formatSeconds } from "../time.ts";
@@ -110,7 +119,10 @@ export class Connection implements McpConnection {
     if (pinned === "modern") {
       const probe = await this.#probe(deadline, false);
       if (probe.kind !== "modern") {
-        throw new AgentError("mcp-connect", `Cannot connect to server "${this.#name}": it does not speak protocol ${MODERN_PROTOCOL_VERSION} (pinned "modern")`);
+        throw new AgentError(
+          "mcp-connect",
+          `Cannot connect to server "${this.#name}": it does not speak protocol ${MODERN_PROTOCOL_VERSION} (pinned "modern")`,
+        );
       }
       this.#useModern(probe);
       return this.#changes.subscribe(deadline);
@@ -235,9 +247,18 @@ export class Connection implements McpConnection {
     this.#http?.listen();
   }
 
-  async #request(method: string, params: Record<string, unknown>, options: McpRequestOptions): Promise<Record<string, unknown>> {
+  async #request(
+    method: string,
+    params: Record<string, unknown>,
+    options: McpRequestOptions,
+  ): Promise<Record<string, unknown>> {
     if (this.#dead && this.#exit) {
-      throw new AgentError("mcp", `Cannot send "${method}" to server "${this.#name}": server not connected (it exited with ${this.#exit.signal ? `signal ${this.#exit.signal}` : `code ${this.#exit.code}`})`);
+      throw new AgentError(
+        "mcp",
+        `Cannot send "${method}" to server "${this.#name}": server not connected (it exited with ${
+          this.#exit.signal ? `signal ${this.#exit.signal}` : `code ${this.#exit.code}`
+        })`,
+      );
     }
     if (this.#closing || this.#dead) {
       throw new AgentError("mcp", `Cannot send "${method}" to server "${this.#name}": server not connected`);
@@ -274,7 +295,11 @@ export class Connection implements McpConnection {
   }
 
   /** `tools/call`; an `isError` result resolves. */
-  async callTool(name: string, args: Record<string, unknown>, options: McpRequestOptions = {}): Promise<CallToolResult> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    options: McpRequestOptions = {},
+  ): Promise<CallToolResult> {
     const result = await this.#request("tools/call", { name, arguments: args }, options);
     const content = Array.isArray(result.content) ? result.content : [];
     const out: CallToolResult = { content };

@@ -143,12 +143,16 @@ export async function probeEra(peer: JsonRpcPeer, options: ProbeOptions): Promis
             version = mutual;
             continue;
           }
-          if (supported.some((v) => (LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(v)) || supported.length === 0) {
+          if (
+            supported.some((v) => (LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(v)) || supported.length === 0
+          ) {
             return legacyAfterError(options);
           }
           throw new AgentError(
             "mcp-connect",
-            `Cannot connect to server "${name}": no common protocol version (server supports ${JSON.stringify(supported)})`,
+            `Cannot connect to server "${name}": no common protocol version (server supports ${
+              JSON.stringify(supported)
+            })`,
           );
         }
         if (error.status !== undefined && error.status >= 500) throw error;
@@ -156,7 +160,9 @@ export async function probeEra(peer: JsonRpcPeer, options: ProbeOptions): Promis
       }
       if (error instanceof AgentError && stdio && fallback) {
         // Silence until the deadline is the init timeout; an exit means restart and speak legacy.
-        if (error.code === "timeout") throw new AgentError("mcp-connect", `Cannot start server "${name}": ${error.message}`);
+        if (error.code === "timeout") {
+          throw new AgentError("mcp-connect", `Cannot start server "${name}": ${error.message}`);
+        }
         return { kind: "legacy-restart" };
       }
       if (error instanceof AgentError && error.status !== undefined) {
@@ -226,7 +232,9 @@ export async function initializeLegacy(
   if (typeof version !== "string" || !(LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
     throw new AgentError(
       "mcp-connect",
-      `Cannot connect to server "${options.name}": it answered initialize with unsupported protocol version ${JSON.stringify(version)}`,
+      `Cannot connect to server "${options.name}": it answered initialize with unsupported protocol version ${
+        JSON.stringify(version)
+      }`,
     );
   }
   return { version, serverInfo: serverInfoOf(asObject(result?.serverInfo)) };
@@ -249,7 +257,10 @@ export function decodeResult(result: unknown, request: { name: string; method: s
     delete copy.resultType;
     return copy;
   }
-  throw new AgentError("mcp", `${failed}: result type "${String(type)}" is not supported (the agent cannot provide input)`);
+  throw new AgentError(
+    "mcp",
+    `${failed}: result type "${String(type)}" is not supported (the agent cannot provide input)`,
+  );
 }
 
 /** Time left until `deadline` (`Date.now()` ms), at least 1 ms. */

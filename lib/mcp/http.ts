@@ -130,7 +130,9 @@ export class HttpTransport {
         await response.body?.cancel().catch(() => {});
         return;
       }
-      for await (const event of readSse(response.body, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })) {
+      for await (
+        const event of readSse(response.body, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })
+      ) {
         if (event.id !== "") lastEventId = event.id;
         if (event.retry !== undefined) retryMs = event.retry;
         if (event.data.trim() === "") continue;
@@ -170,7 +172,9 @@ export class HttpTransport {
     } catch (error) {
       throw new AgentError(
         "mcp",
-        `Cannot send to server "${this.#options.name}": invalid headers in its configuration: ${redact((error as Error).message, this.#secrets)}`,
+        `Cannot send to server "${this.#options.name}": invalid headers in its configuration: ${
+          redact((error as Error).message, this.#secrets)
+        }`,
       );
     }
     if (this.legacyVersion !== undefined) headers.set("mcp-protocol-version", this.legacyVersion);
@@ -230,7 +234,9 @@ export class HttpTransport {
     if (type === "application/json") {
       let body: unknown;
       try {
-        body = JSON.parse(await readBody(response.body, { maxBytes: this.#maxBytes, what: "the JSON answer", setting: LIMIT_SETTING }));
+        body = JSON.parse(
+          await readBody(response.body, { maxBytes: this.#maxBytes, what: "the JSON answer", setting: LIMIT_SETTING }),
+        );
       } catch (error) {
         throw this.#failure(context, signal, error);
       }
@@ -240,7 +246,9 @@ export class HttpTransport {
     await response.body?.cancel().catch(() => {});
     throw new AgentError(
       "mcp",
-      `Request "${context.method}" to server "${this.#options.name}" failed: unexpected answer (HTTP ${response.status}, content type "${type ?? ""}")`,
+      `Request "${context.method}" to server "${this.#options.name}" failed: unexpected answer (HTTP ${response.status}, content type "${
+        type ?? ""
+      }")`,
       { status: response.status },
     );
   }
@@ -329,27 +337,29 @@ export class HttpTransport {
       const message = redact(rpc.message, this.#secrets);
       return new JsonRpcError(`${prefix}: HTTP ${status}: ${message} (code ${rpc.code})`, { ...rpc, message }, status);
     }
-    const auth = status === 401 || status === 403
-      ? " (check the server's headers, for example Authorization)"
-      : "";
+    const auth = status === 401 || status === 403 ? " (check the server's headers, for example Authorization)" : "";
     const snippet = redact(text.trim().slice(0, 300), this.#secrets);
     return new AgentError("mcp", `${prefix}: HTTP ${status}${auth}${snippet ? `: ${snippet}` : ""}`, { status });
   }
 
   #failure(context: SendContext, signal: AbortSignal, error: unknown): Error {
     if (error instanceof AgentError) return error;
-    const reason = signal.aborted ? "the request was abandoned" : redact(error instanceof Error ? error.message : String(error), this.#secrets);
-    return new AgentError("mcp", `Request "${context.method ?? "response"}" to server "${this.#options.name}" failed: ${reason}`, {
-      cause: error,
-    });
+    const reason = signal.aborted
+      ? "the request was abandoned"
+      : redact(error instanceof Error ? error.message : String(error), this.#secrets);
+    return new AgentError(
+      "mcp",
+      `Request "${context.method ?? "response"}" to server "${this.#options.name}" failed: ${reason}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 
 function answers(message: unknown, id: unknown): boolean {
   const list = Array.isArray(message) ? message : [message];
-  return list.some((m) =>
-    typeof m === "object" && m !== null && !("method" in m) && (m as { id?: unknown }).id === id
-  );
+  return list.some((m) => typeof m === "object" && m !== null && !("method" in m) && (m as { id?: unknown }).id === id);
 }
 
 /**

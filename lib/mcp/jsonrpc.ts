@@ -229,10 +229,16 @@ export class JsonRpcPeer {
   /** Answers a request from the server with a JSON-RPC error (best effort; failures are warnings). */
   answerError(id: JsonRpcId, code: number, message: string): void {
     const controller = new AbortController();
-    this.#options.send({ jsonrpc: "2.0", id, error: { code, message } }, { signal: controller.signal, method: undefined, id: undefined })
+    this.#options.send({ jsonrpc: "2.0", id, error: { code, message } }, {
+      signal: controller.signal,
+      method: undefined,
+      id: undefined,
+    })
       .catch((error: unknown) => {
         this.#options.onWarning?.(
-          `Cannot answer a request from ${this.#options.label}: ${error instanceof Error ? error.message : String(error)}`,
+          `Cannot answer a request from ${this.#options.label}: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
         );
       });
   }
@@ -258,7 +264,11 @@ export class JsonRpcPeer {
       const taker = [...this.#pending].find(([, entry]) => entry.takesNullIdError)?.[0];
       if (m.error && taker !== undefined) id = taker;
       else {
-        if (m.error) this.#options.onWarning?.(`${capitalize(this.#options.label)} sent an error without an id: ${m.error.message}`);
+        if (m.error) {
+          this.#options.onWarning?.(
+            `${capitalize(this.#options.label)} sent an error without an id: ${m.error.message}`,
+          );
+        }
         return;
       }
     }
@@ -309,7 +319,9 @@ export class JsonRpcPeer {
       : { jsonrpc: "2.0", id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${method}` } };
     this.#options.send(reply, context).catch((error: unknown) => {
       this.#options.onWarning?.(
-        `Cannot answer "${method}" from ${this.#options.label}: ${error instanceof Error ? error.message : String(error)}`,
+        `Cannot answer "${method}" from ${this.#options.label}: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
       );
     });
   }

@@ -129,7 +129,9 @@ export class ToolListChanges {
       this.#freshUntil = Number.NEGATIVE_INFINITY;
       this.#o.changed();
     } else if (method === "notifications/subscriptions/acknowledged") {
-      if (sub !== undefined && sub.id !== undefined && subscriptionId === sub.id) sub.acknowledged(asObject(p?.notifications) ?? {});
+      if (sub !== undefined && sub.id !== undefined && subscriptionId === sub.id) {
+        sub.acknowledged(asObject(p?.notifications) ?? {});
+      }
     } else if (method === "notifications/cancelled") {
       if (sub !== undefined && sub.id !== undefined && p?.requestId === sub.id) {
         this.#o.peer().fail(sub.id, () => new AgentError("mcp", "the server cancelled it"), false);
@@ -183,7 +185,9 @@ export class ToolListChanges {
       if (this.#subscription === sub) this.#subscription = undefined;
       this.#announcesChanges = false;
       controller.abort();
-      o.warn(`Server "${o.name}" did not accept a subscription to its tool-list changes; relying on its freshness hint`);
+      o.warn(
+        `Server "${o.name}" did not accept a subscription to its tool-list changes; relying on its freshness hint`,
+      );
       return;
     }
     sub.open = true;

@@ -187,7 +187,9 @@ export class ServerHandle {
   async ready(): Promise<McpConnection | string> {
     if (this.status === "dead" && this.#restarting === undefined && !this.#closed) {
       const wait = this.#nextRetryAt - this.#options.now();
-      if (wait > 0) return `Server "${this.name}" is not running: ${this.reason}; next restart attempt in ${formatSeconds(wait)} s`;
+      if (wait > 0) {
+        return `Server "${this.name}" is not running: ${this.reason}; next restart attempt in ${formatSeconds(wait)} s`;
+      }
       this.#restarting = this.#restart().finally(() => {
         this.#restarting = undefined;
       });

@@ -71,7 +71,6 @@ function mappedName(server: string, bare: string, salt: number): string {
   return `${base}_${hash}`;
 }
 
-
 /** A tool description for the LLM: `description`, else `title`, clamped to 1024 bytes. */
 export function toolDescription(tool: { description?: unknown; title?: unknown }): string {
   const raw = typeof tool.description === "string"
@@ -168,7 +167,6 @@ function nonObjectType(type: unknown): string | undefined {
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
 }
-
 
 /**
  * Maps an MCP `tools/call` result to the loop's {@link ToolOutcome} (SPEC section 6.7): text

@@ -10,7 +10,7 @@ import { formatSeconds, sleep } from "../time.ts";
 import type { ToolDef } from "../types.ts";
 import { connectMcp } from "./client.ts";
 import { exitText, messageOf, ServerHandle, type ServerHandleOptions } from "./registry-server.ts";
-import { objectSchema, ToolNames, toolDescription, toolOutcome } from "./registry-tools.ts";
+import { objectSchema, toolDescription, ToolNames, toolOutcome } from "./registry-tools.ts";
 import type {
   CallToolResult,
   McpConnection,
@@ -162,7 +162,10 @@ class McpRegistry implements ToolRegistry {
     const failures = await Promise.all(configs.map(async (config, index): Promise<RegistryFailure | undefined> => {
       const name = config.name;
       if (index >= MAX_SERVERS) {
-        return { server: name, message: `Cannot start server "${name}": at most ${MAX_SERVERS} MCP servers are allowed per session` };
+        return {
+          server: name,
+          message: `Cannot start server "${name}": at most ${MAX_SERVERS} MCP servers are allowed per session`,
+        };
       }
       if (seen.has(name)) return { server: name, message: `Cannot start server "${name}": the name is used twice` };
       seen.add(name);
@@ -173,7 +176,10 @@ class McpRegistry implements ToolRegistry {
         return undefined;
       } catch (error) {
         const message = messageOf(error);
-        return { server: name, message: message.includes(`"${name}"`) ? message : `Cannot start server "${name}": ${message}` };
+        return {
+          server: name,
+          message: message.includes(`"${name}"`) ? message : `Cannot start server "${name}": ${message}`,
+        };
       }
     }));
     // Configuration order, whatever order the connections finished in.
@@ -344,6 +350,3 @@ class McpRegistry implements ToolRegistry {
 function failure(text: string): ToolOutcome {
   return { content: [{ type: "text", text }], isError: true };
 }
-
-
-

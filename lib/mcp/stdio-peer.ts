@@ -36,7 +36,10 @@ export interface StdioPeerOptions {
  * Spawns a stdio server and the peer that talks to it.
  * @throws {AgentError} `mcp-connect` when the command is not found or cannot start
  */
-export function openStdioPeer(config: StdioServerConfig, options: StdioPeerOptions): { proc: StdioProcess; peer: JsonRpcPeer } {
+export function openStdioPeer(
+  config: StdioServerConfig,
+  options: StdioPeerOptions,
+): { proc: StdioProcess; peer: JsonRpcPeer } {
   const { name, maxLineBytes } = options;
   const proc = spawnStdio(config, {
     name,
@@ -85,7 +88,11 @@ function failOversize(peer: JsonRpcPeer, line: OversizeLine, options: { name: st
   const size = line.complete ? `is ${line.bytes} bytes` : `is longer than ${max} bytes`;
   if (line.isRequest) {
     if (line.id !== undefined) {
-      peer.answerError(line.id, INVALID_REQUEST, `Request too large: the message ${size}, over the ${max}-byte limit of the client`);
+      peer.answerError(
+        line.id,
+        INVALID_REQUEST,
+        `Request too large: the message ${size}, over the ${max}-byte limit of the client`,
+      );
     }
     return;
   }

@@ -260,7 +260,10 @@ class StdioChild implements StdioProcess {
     child.stdout?.on("data", (chunk: Uint8Array) => this.#onStdout(chunk));
     let stderrEnded: () => void = () => {};
     const stderrDone = new Promise<void>((r) => (stderrEnded = r));
-    child.stderr?.on("data", (chunk: Uint8Array) => this.#appendStderr(this.#stderrDecoder.decode(chunk, { stream: true })));
+    child.stderr?.on(
+      "data",
+      (chunk: Uint8Array) => this.#appendStderr(this.#stderrDecoder.decode(chunk, { stream: true })),
+    );
     child.stderr?.on("end", () => stderrEnded());
     child.stderr?.on("error", () => stderrEnded());
     this.exited = new Promise((resolveExit) => {
@@ -300,12 +303,15 @@ class StdioChild implements StdioProcess {
   send(message: unknown): Promise<void> {
     const stdin = this.#child.stdin;
     if (!this.#alive || !stdin || stdin.destroyed || !stdin.writable) {
-      return Promise.reject(new AgentError("mcp", `Cannot write to server "${this.#options.name}": its stdin is closed`));
+      return Promise.reject(
+        new AgentError("mcp", `Cannot write to server "${this.#options.name}": its stdin is closed`),
+      );
     }
     return new Promise((resolveWrite, rejectWrite) => {
       stdin.write(`${JSON.stringify(message)}\n`, (error) => {
-        if (error) rejectWrite(new AgentError("mcp", `Cannot write to server "${this.#options.name}": ${error.message}`));
-        else resolveWrite();
+        if (error) {
+          rejectWrite(new AgentError("mcp", `Cannot write to server "${this.#options.name}": ${error.message}`));
+        } else resolveWrite();
       });
     });
   }

@@ -61,7 +61,9 @@ export async function listToolPages(
     // Each page is fresh for its own ttlMs from its arrival; the list, until the first expires.
     freshUntil = Math.min(freshUntil, performance.now() + toolsTtlMs(result));
     for (const tool of result.tools) {
-      const t = typeof tool === "object" && tool !== null && !Array.isArray(tool) ? tool as Record<string, unknown> : undefined;
+      const t = typeof tool === "object" && tool !== null && !Array.isArray(tool)
+        ? tool as Record<string, unknown>
+        : undefined;
       if (!t || typeof t.name !== "string" || t.name === "") {
         nameless++;
         continue;
@@ -78,7 +80,11 @@ export async function listToolPages(
     seen.add(next);
     cursor = next;
   }
-  if (nameless > 0) warn(`Skipped ${nameless} tool${nameless === 1 ? "" : "s"} of server "${name}" without a name (a non-empty string)`);
+  if (nameless > 0) {
+    warn(
+      `Skipped ${nameless} tool${nameless === 1 ? "" : "s"} of server "${name}" without a name (a non-empty string)`,
+    );
+  }
   if (duplicates > 0) warn(`Server "${name}" listed ${duplicates} tool names more than once; kept the first of each`);
   return { tools: [...byName.values()], freshUntil };
 }

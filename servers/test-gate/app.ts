@@ -19,7 +19,7 @@ import { hostHeaderValidation, localhostHostValidation, localhostOriginValidatio
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { Hono, type MiddlewareHandler } from "hono";
 import * as z from "zod";
-import { runSummary, TestGate } from "./gate.ts";
+import { runSummary, type TestGate } from "./gate.ts";
 
 /** Name and version announced to MCP clients. */
 export const SERVER_INFO = { name: "test-gate", version: "0.1.0" } as const;
@@ -41,8 +41,7 @@ export function createMcpServer(gate: TestGate): McpServer {
   server.registerTool(
     "run_tests",
     {
-      description:
-        `Runs the project's test suite (\`${gate.command}\`) now and returns the passed/failed counts, ` +
+      description: `Runs the project's test suite (\`${gate.command}\`) now and returns the passed/failed counts, ` +
         "the names of failing tests and the end of the output. Ending the turn is advised against " +
         "while the suite fails on the current files, so run this after changing code.",
       inputSchema: z.object({}),
@@ -59,7 +58,10 @@ export function createMcpServer(gate: TestGate): McpServer {
   );
   server.registerTool(
     "_PostCompact",
-    { description: "Agent hook: returns the last known test state after a context handoff.", inputSchema: z.object({}) },
+    {
+      description: "Agent hook: returns the last known test state after a context handoff.",
+      inputSchema: z.object({}),
+    },
     () => text(gate.postCompact()),
   );
   return server;

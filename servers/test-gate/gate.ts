@@ -6,7 +6,7 @@
  */
 import { fingerprintFiles, listProjectFiles } from "./fingerprint.ts";
 import { parseTestOutput } from "./results.ts";
-import { type RunHandle, runCommand } from "./run.ts";
+import { runCommand, type RunHandle } from "./run.ts";
 
 /** Options of {@link TestGate}. */
 export interface GateOptions {
@@ -130,7 +130,9 @@ export class TestGate {
       for (;;) {
         const fingerprint = await this.fingerprint();
         const last = this.#last;
-        if (last !== undefined && last.fingerprint === fingerprint) return last.passed ? "" : failureText(last, this.#options.cwd);
+        if (last !== undefined && last.fingerprint === fingerprint) {
+          return last.passed ? "" : failureText(last, this.#options.cwd);
+        }
         const run = this.#running ?? this.#start(fingerprint);
         const left = deadline - performance.now();
         if (left <= 0) return this.#runningText();
@@ -143,20 +145,24 @@ export class TestGate {
       // Even listing a huge project cannot make _Stop late: past the budget, we object.
       return await Promise.race([decide(), sleep(budgetMs + 150).then(() => this.#runningText())]);
     } catch (error) {
-      return `The test gate could not check the project: ${(error as Error).message}. Run the tests before ending the turn.`;
+      return `The test gate could not check the project: ${
+        (error as Error).message
+      }. Run the tests before ending the turn.`;
     }
   }
 
   /** The `_PostCompact` answer: the last known state in one or two lines, or `""`. */
   postCompact(): string {
     const last = this.#last;
-    const runningLine = this.#running === undefined ? "" : `\nA new run of "${this.command}" is in progress; run_tests gives its result.`;
+    const runningLine = this.#running === undefined
+      ? ""
+      : `\nA new run of "${this.command}" is in progress; run_tests gives its result.`;
     if (last === undefined) return this.#running === undefined ? "" : runningLine.trimStart();
     const state = last.passed
       ? `passed (${counts(last)})`
       : last.timedOut
-        ? "timed out"
-        : `failed (${counts(last)})${last.failing.length > 0 ? `: ${last.failing.slice(0, 5).join("; ")}` : ""}`;
+      ? "timed out"
+      : `failed (${counts(last)})${last.failing.length > 0 ? `: ${last.failing.slice(0, 5).join("; ")}` : ""}`;
     return `Test gate: the last run of "${this.command}" ${state}.${runningLine}`;
   }
 
@@ -209,7 +215,9 @@ export function failureText(run: TestRun, cwd: string): string {
   if (run.spawnError !== undefined) {
     lines.push(`The test command could not start: ${run.spawnError}.`);
   } else if (run.timedOut) {
-    lines.push(`The test suite did not finish in time and was stopped; make it finish (and pass) before ending the turn.`);
+    lines.push(
+      `The test suite did not finish in time and was stopped; make it finish (and pass) before ending the turn.`,
+    );
   } else {
     lines.push(`The test suite fails (${counts(run)}). Make it pass before ending the turn.`);
   }
@@ -217,7 +225,10 @@ export function failureText(run: TestRun, cwd: string): string {
   if (run.failing.length > 20) lines.push(`- … and ${run.failing.length - 20} more`);
   if (run.failing.length === 0 && run.outputTail.trim() !== "") {
     // The runner named no test (a crash, a missing command…): its last words usually say why.
-    lines.push("Last lines of output:", ...run.outputTail.trimEnd().split("\n").slice(-8).map((line) => `  ${line.slice(0, 200)}`));
+    lines.push(
+      "Last lines of output:",
+      ...run.outputTail.trimEnd().split("\n").slice(-8).map((line) => `  ${line.slice(0, 200)}`),
+    );
   }
   lines.push(`Reproduce with: ${run.command} (in ${cwd})`);
   return lines.join("\n");

@@ -20,7 +20,8 @@ import { createApp } from "./app.ts";
 import { type GateOptions, TestGate } from "./gate.ts";
 import { GATE_FLAGS, GATE_USAGE, gateOptions } from "./options.ts";
 
-const USAGE = `Usage: main.ts [--host HOST] [--port PORT] [--token TOKEN] [--allowed-hosts NAMES] [--cmd CMD] [--cwd DIR] [--timeout SECS]
+const USAGE =
+  `Usage: main.ts [--host HOST] [--port PORT] [--token TOKEN] [--allowed-hosts NAMES] [--cmd CMD] [--cwd DIR] [--timeout SECS]
   --host     address to bind (env HOST, default 127.0.0.1)
   --port     port to bind, 0 = any free port (env PORT, default 0)
   --token    require "Authorization: Bearer TOKEN" on /mcp (env HOOK_SERVER_TOKEN)
@@ -57,9 +58,13 @@ function parseHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
   const host = values.host ?? (env.HOST || "127.0.0.1");
   const portText = values.port ?? (env.PORT || "0");
   const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) throw new Error(`Invalid port "${portText}": expected a whole number from 0 to 65535`);
+  if (!/^\d+$/.test(portText) || port > 65535) {
+    throw new Error(`Invalid port "${portText}": expected a whole number from 0 to 65535`);
+  }
   const token = values.token ?? (env.HOOK_SERVER_TOKEN || undefined);
-  const allowed = (values["allowed-hosts"] ?? (env.ALLOWED_HOSTS || "")).split(",").map((h) => h.trim()).filter(Boolean);
+  const allowed = (values["allowed-hosts"] ?? (env.ALLOWED_HOSTS || "")).split(",").map((h) => h.trim()).filter(
+    Boolean,
+  );
   return {
     host,
     port,
@@ -110,8 +115,9 @@ async function listen(fetch: FetchHandler, hostname: string, port: number): Prom
   }
   const { serve } = await import("@hono/node-server");
   return await new Promise((resolve, reject) => {
-    const server = serve({ fetch, hostname, port }, (info) =>
-      resolve({ port: info.port, close: () => new Promise((done) => server.close(() => done())) }),
+    const server = serve(
+      { fetch, hostname, port },
+      (info) => resolve({ port: info.port, close: () => new Promise((done) => server.close(() => done())) }),
     );
     server.once("error", reject);
   });
@@ -133,7 +139,9 @@ async function main(): Promise<void> {
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
   });
   if (!["127.0.0.1", "localhost", "::1"].includes(options.host) && options.allowedHosts === undefined) {
-    console.error(`warning: bound to "${options.host}" without --allowed-hosts: the Host header is not checked (DNS rebinding)`);
+    console.error(
+      `warning: bound to "${options.host}" without --allowed-hosts: the Host header is not checked (DNS rebinding)`,
+    );
   }
   let listener: Listener;
   try {

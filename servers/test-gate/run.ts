@@ -62,12 +62,22 @@ export function runCommand(command: string | readonly string[], options: RunOpti
 
   let child;
   try {
-    child =
-      typeof command === "string"
-        ? spawn(command, { cwd: options.cwd, env, shell: true, detached: true, stdio: ["ignore", "pipe", "pipe"] })
-        : spawn(command[0] ?? "", command.slice(1), { cwd: options.cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    child = typeof command === "string"
+      ? spawn(command, { cwd: options.cwd, env, shell: true, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+      : spawn(command[0] ?? "", command.slice(1), {
+        cwd: options.cwd,
+        env,
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
   } catch (error) {
-    const outcome = { exitCode: null, timedOut: false, spawnError: (error as Error).message, output: "", durationMs: 0 };
+    const outcome = {
+      exitCode: null,
+      timedOut: false,
+      spawnError: (error as Error).message,
+      output: "",
+      durationMs: 0,
+    };
     return { done: Promise.resolve(outcome), kill() {} };
   }
   const proc = child;

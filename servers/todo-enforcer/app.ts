@@ -14,7 +14,17 @@ import { hostHeaderValidation, localhostHostValidation, localhostOriginValidatio
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { Hono, type MiddlewareHandler } from "hono";
 import * as z from "zod";
-import { MAX_ID, MAX_ITEMS, MAX_TITLE_CHARS, postCompactText, removalWarning, renderTodos, stopText, TodoStore, validateTodos } from "./todo.ts";
+import {
+  MAX_ID,
+  MAX_ITEMS,
+  MAX_TITLE_CHARS,
+  postCompactText,
+  removalWarning,
+  renderTodos,
+  stopText,
+  TodoStore,
+  validateTodos,
+} from "./todo.ts";
 
 /** Name and version announced to MCP clients. */
 export const SERVER_INFO = { name: "todo-enforcer", version: "0.1.0" } as const;
@@ -36,8 +46,7 @@ export function sessionOf(meta: Record<string, unknown> | undefined): string {
   return typeof value === "string" && value !== "" ? value : DEFAULT_SESSION;
 }
 
-const TODO_DESCRIPTION =
-  "Session checklist for multi-step work that must continue across turns or survive context " +
+const TODO_DESCRIPTION = "Session checklist for multi-step work that must continue across turns or survive context " +
   "compaction. Call with no arguments to read the list. To change it, pass `todos`: the FULL " +
   "replacement list (items you leave out are removed). Mark an item done with `done: true` when " +
   "its work is finished. While any item is open, the agent is advised to keep working instead of " +
@@ -95,7 +104,10 @@ export function createMcpServer(
   );
   server.registerTool(
     "_PostCompact",
-    { description: "Agent hook: returns the todo list for re-injection after a context handoff.", inputSchema: z.object({}) },
+    {
+      description: "Agent hook: returns the todo list for re-injection after a context handoff.",
+      inputSchema: z.object({}),
+    },
     (_args, ctx) => text(postCompactText(store.get(session(ctx.mcpReq._meta)))),
   );
   return server;

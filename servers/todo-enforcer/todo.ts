@@ -26,6 +26,7 @@ export const MAX_TITLE_CHARS = 200;
  * C0/C1 controls (newlines included: a title is one line), bidi embeddings, overrides and
  * isolates, zero-width characters, the word joiner and the BOM.
  */
+// deno-lint-ignore no-control-regex
 const SPOOFING_CHARS = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/u;
 
 /** The result of {@link validateTodos}: the clean list, or what is wrong with the input. */
@@ -45,7 +46,9 @@ export function validateTodos(input: unknown): ValidationResult {
   const seen = new Set<number>();
   for (const [index, raw] of input.entries()) {
     const where = `item ${index + 1}`;
-    if (typeof raw !== "object" || raw === null) return { ok: false, error: `${where}: must be an object {id, title, done?}` };
+    if (typeof raw !== "object" || raw === null) {
+      return { ok: false, error: `${where}: must be an object {id, title, done?}` };
+    }
     const { id, title, done } = raw as { id?: unknown; title?: unknown; done?: unknown };
     if (typeof id !== "number" || !Number.isInteger(id) || id < 1 || id > MAX_ID) {
       return { ok: false, error: `${where}: id must be a whole number from 1 to ${MAX_ID}, got ${JSON.stringify(id)}` };
@@ -61,7 +64,9 @@ export function validateTodos(input: unknown): ValidationResult {
     if (SPOOFING_CHARS.test(trimmed)) {
       return { ok: false, error: `item ${id}: title contains a control, bidi or zero-width character` };
     }
-    if (done !== undefined && typeof done !== "boolean") return { ok: false, error: `item ${id}: done must be true or false` };
+    if (done !== undefined && typeof done !== "boolean") {
+      return { ok: false, error: `item ${id}: done must be true or false` };
+    }
     items.push({ id, title: trimmed, done: done ?? false });
   }
   return { ok: true, items };

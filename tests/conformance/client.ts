@@ -24,7 +24,9 @@ try {
   );
   try {
     const tools = await connection.listTools();
-    process.stderr.write(`era ${connection.era} ${connection.protocolVersion}; tools: ${tools.map((t) => t.name).join(", ")}\n`);
+    process.stderr.write(
+      `era ${connection.era} ${connection.protocolVersion}; tools: ${tools.map((t) => t.name).join(", ")}\n`,
+    );
     const call = calls[scenario];
     if (call && tools.some((t) => t.name === call.name)) {
       const result = await connection.callTool(call.name, call.arguments, { timeoutMs: 20_000 });

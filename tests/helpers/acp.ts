@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any
 /**
  * Helpers for the ACP tests: the agent (`cli.ts acp`) as a child process under the current
  * runtime, speaking raw JSON-RPC lines; the ACP MCP fixture as a stdio server config or an
@@ -51,7 +52,13 @@ export function startHttpFixture(env: Record<string, string> = {}): Promise<Http
 }
 
 /** A JSON-RPC message from the agent. */
-export type Message = Record<string, unknown> & { id?: unknown; method?: string; params?: any; result?: any; error?: any };
+export type Message = Record<string, unknown> & {
+  id?: unknown;
+  method?: string;
+  params?: any;
+  result?: any;
+  error?: any;
+};
 
 /** The agent under test, spoken to in raw lines. */
 export interface RawAgent {
@@ -113,7 +120,13 @@ export function spawnAgent(env: Record<string, string>): RawAgent {
       };
       const timer = setTimeout(() => {
         waiters.delete(check);
-        reject(new Error(`No matching message after ${timeoutMs} ms; got ${JSON.stringify(messages.slice(from)).slice(0, 2000)}; stderr: ${err.slice(-2000)}`));
+        reject(
+          new Error(
+            `No matching message after ${timeoutMs} ms; got ${
+              JSON.stringify(messages.slice(from)).slice(0, 2000)
+            }; stderr: ${err.slice(-2000)}`,
+          ),
+        );
       }, timeoutMs);
       if (!check()) waiters.add(check);
     });

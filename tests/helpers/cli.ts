@@ -82,7 +82,9 @@ export function runCli(
   return new Promise((resolve) => {
     child.on("close", (code, sig) => {
       clearTimeout(killer);
-      const events = stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const events = stdout.split("\n").filter((l) => l.startsWith("{")).map((l) =>
+        JSON.parse(l) as Record<string, unknown>
+      );
       resolve({ code, signal: sig, stdout, stderr, events, ms: Date.now() - started, pid: child.pid! });
     });
   });
@@ -102,7 +104,11 @@ export async function pool<T>(tasks: Array<() => Promise<T>>, limit = 3): Promis
 }
 
 /** Writes an `.mcp.json` in `dir` whose servers are the agent-server fixture with these `FIXTURE_*` envs, plus `extra` entries. */
-export function fixtureConfig(dir: string, servers: Record<string, Record<string, string>>, extra: Record<string, unknown> = {}): string {
+export function fixtureConfig(
+  dir: string,
+  servers: Record<string, Record<string, string>>,
+  extra: Record<string, unknown> = {},
+): string {
   const { command, args } = fixtureCommand();
   const file = join(dir, `mcp-${Math.random().toString(16).slice(2)}.json`);
   const mcpServers: Record<string, unknown> = {};
@@ -114,7 +120,9 @@ export function fixtureConfig(dir: string, servers: Record<string, Record<string
 /** The `tools/call` lines the fixture wrote to its `FIXTURE_LOG` file. */
 export function fixtureCalls(log: string): Array<{ tool: string; args: unknown }> {
   try {
-    return readFileSync(log, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { tool: string; args: unknown });
+    return readFileSync(log, "utf8").trim().split("\n").filter(Boolean).map((l) =>
+      JSON.parse(l) as { tool: string; args: unknown }
+    );
   } catch {
     return [];
   }

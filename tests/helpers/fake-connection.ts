@@ -6,7 +6,7 @@
  * @module
  */
 
-import { AgentError, abortError } from "../../lib/errors.ts";
+import { abortError, AgentError } from "../../lib/errors.ts";
 import type {
   CallToolResult,
   McpConnection,
@@ -48,7 +48,10 @@ export interface FakeCallContext {
 }
 
 /** A tool's behaviour: return a result (or throw {@link FakeRpcError}). */
-export type FakeHandler = (args: Record<string, unknown>, ctx: FakeCallContext) => CallToolResult | Promise<CallToolResult>;
+export type FakeHandler = (
+  args: Record<string, unknown>,
+  ctx: FakeCallContext,
+) => CallToolResult | Promise<CallToolResult>;
 
 /** One recorded `tools/call`. */
 export interface FakeCall {
@@ -176,8 +179,10 @@ export class FakeConnection implements McpConnection {
       const onClose = (reason: Error) => finish("closed", () => reject(reason));
       this.#pending.add(onClose);
       const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
-        finish("timeout", () =>
-          reject(new AgentError("timeout", `Request "tools/call" timed out after ${options.timeoutMs} ms`)));
+        finish(
+          "timeout",
+          () => reject(new AgentError("timeout", `Request "tools/call" timed out after ${options.timeoutMs} ms`)),
+        );
       }, options.timeoutMs);
       options.signal?.addEventListener("abort", () => finish("aborted", () => reject(abortError())), { once: true });
       if (options.signal?.aborted) finish("aborted", () => reject(abortError()));
@@ -197,8 +202,7 @@ export class FakeConnection implements McpConnection {
           (result) => finish("result", () => resolve(result)),
           (error: unknown) => {
             if (error instanceof FakeRpcError) {
-              finish("error", () =>
-                reject(new FakeJsonRpcError(this.server.name, error.code, error.message)));
+              finish("error", () => reject(new FakeJsonRpcError(this.server.name, error.code, error.message)));
             } else if (!this.#closed) {
               finish("error", () => reject(error instanceof Error ? error : new Error(String(error))));
             }

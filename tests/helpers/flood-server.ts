@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any
 /**
  * A local `node:http` server whose answers never end (or end only after `limitBytes`): the
  * real shape of a misconfigured base URL or a runaway server. It records how many bytes each
@@ -54,7 +55,9 @@ export async function startFloodServer(
       const answer = route(body, req);
       if ("empty" in answer) return void res.writeHead(answer.empty).end();
       if ("json" in answer) {
-        return void res.writeHead(answer.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(answer.json));
+        return void res.writeHead(answer.status ?? 200, { "content-type": "application/json" }).end(
+          JSON.stringify(answer.json),
+        );
       }
       flood(res, answer, records);
     });

@@ -48,7 +48,9 @@ export function historyProblems(history: readonly HistoryItem[]): string[] {
       pending.push(call.id);
     }
   });
-  if (pending.length > 0) problems.push(`history ends before the results of ${pending.map((id) => `"${id}"`).join(", ")}`);
+  if (pending.length > 0) {
+    problems.push(`history ends before the results of ${pending.map((id) => `"${id}"`).join(", ")}`);
+  }
   return problems;
 }
 
@@ -93,13 +95,22 @@ export function randomHistory(random: () => number, turns: number): HistoryItem[
         }));
         out.push({ role: "assistant", text: random() < 0.5 ? "" : text(), toolCalls: calls });
         for (const call of calls) {
-          out.push({ role: "tool", toolCallId: call.id, content: [{ type: "text", text: text() }], isError: random() < 0.2 });
+          out.push({
+            role: "tool",
+            toolCallId: call.id,
+            content: [{ type: "text", text: text() }],
+            isError: random() < 0.2,
+          });
         }
       } else if (kind < 0.8) {
         const hook = random() < 0.5 ? "_Stop" : "_PostCompact";
         const server = `s${int(3)}`;
         const id = `sprout_hook_${hook}_${server}_${nextId++}`;
-        out.push({ role: "assistant", text: random() < 0.5 ? "" : text(), toolCalls: [{ id, name: `${server}__${hook}`, arguments: {} }] });
+        out.push({
+          role: "assistant",
+          text: random() < 0.5 ? "" : text(),
+          toolCalls: [{ id, name: `${server}__${hook}`, arguments: {} }],
+        });
         out.push({
           role: "tool",
           toolCallId: id,

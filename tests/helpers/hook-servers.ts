@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { type Runtime, runsOnce, runtime, tsCommand } from "./runtime.ts";
+import { runsOnce, type Runtime, runtime, tsCommand } from "./runtime.ts";
 
 /** The runtimes to exercise servers under: all three in the one runner that runs slow checks, else the current one. */
 export const serverRuntimes: Runtime[] = runsOnce ? ["bun", "deno", "node"] : [runtime()];
@@ -34,7 +34,12 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
 }
 
 /** Starts `file` (a main.ts) under `which`, waits up to 60 s for its `listening on` line. */
-export async function startServer(file: string, args: string[], which: Runtime, env: Record<string, string> = {}): Promise<StartedServer> {
+export async function startServer(
+  file: string,
+  args: string[],
+  which: Runtime,
+  env: Record<string, string> = {},
+): Promise<StartedServer> {
   const [command = "", ...rest] = tsCommand(file, which);
   const child = spawn(command, [...rest, ...args], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
@@ -42,7 +47,10 @@ export async function startServer(file: string, args: string[], which: Runtime, 
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const firstLine = await new Promise<string>((resolve, reject) => {
     let out = "";
-    const timer = setTimeout(() => reject(new Error(`Server "${file}" under ${which} printed no line in 60 s; stderr: ${stderr}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`Server "${file}" under ${which} printed no line in 60 s; stderr: ${stderr}`)),
+      60_000,
+    );
     child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk;
       const newline = out.indexOf("\n");
@@ -74,7 +82,10 @@ export async function startServer(file: string, args: string[], which: Runtime, 
 }
 
 /** A `fetch` that hands requests to a Hono app in-process, with the `Host` header a real client sends. */
-export function appFetch(app: { request(url: string, init?: RequestInit): Response | Promise<Response> }, headers: Record<string, string> = {}) {
+export function appFetch(
+  app: { request(url: string, init?: RequestInit): Response | Promise<Response> },
+  headers: Record<string, string> = {},
+) {
   return async (url: string | URL, init?: RequestInit): Promise<Response> => {
     const merged = new Headers(init?.headers);
     merged.set("host", new URL(url).host);
@@ -86,9 +97,15 @@ export function appFetch(app: { request(url: string, init?: RequestInit): Respon
 /** Connects an MCP client over HTTP; `mode` `auto` speaks the modern revision, `legacy` the 2025 handshake. */
 export async function httpClient(
   url: string,
-  options: { fetch?: (url: string | URL, init?: RequestInit) => Promise<Response>; headers?: Record<string, string>; mode?: "auto" | "legacy" } = {},
+  options: {
+    fetch?: (url: string | URL, init?: RequestInit) => Promise<Response>;
+    headers?: Record<string, string>;
+    mode?: "auto" | "legacy";
+  } = {},
 ): Promise<Client> {
-  const client = new Client({ name: "hook-server-test", version: "1.0.0" }, { versionNegotiation: { mode: options.mode ?? "auto" } });
+  const client = new Client({ name: "hook-server-test", version: "1.0.0" }, {
+    versionNegotiation: { mode: options.mode ?? "auto" },
+  });
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
     ...(options.headers === undefined ? {} : { requestInit: { headers: options.headers } }),
@@ -98,7 +115,12 @@ export async function httpClient(
 }
 
 /** Connects an MCP client to `file` (a stdio.ts) run as a child under `which`. */
-export async function stdioClient(file: string, args: string[], which: Runtime, mode: "auto" | "legacy" = "legacy"): Promise<Client> {
+export async function stdioClient(
+  file: string,
+  args: string[],
+  which: Runtime,
+  mode: "auto" | "legacy" = "legacy",
+): Promise<Client> {
   const [command = "", ...rest] = tsCommand(file, which);
   const transport = new StdioClientTransport({ command, args: [...rest, ...args], env: childEnv(), stderr: "pipe" });
   const client = new Client({ name: "hook-server-test", version: "1.0.0" }, { versionNegotiation: { mode } });

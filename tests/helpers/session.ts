@@ -14,7 +14,13 @@ import { createModel } from "../../lib/llm/model.ts";
 import { AgentSession } from "../../lib/loop.ts";
 import { createRegistry } from "../../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../../lib/mcp/types.ts";
-import { type FakeLlm, type FakeLlmOptions, type FakeTurn, type RecordedRequest, startFakeLlm } from "../../lib/testing.ts";
+import {
+  type FakeLlm,
+  type FakeLlmOptions,
+  type FakeTurn,
+  type RecordedRequest,
+  startFakeLlm,
+} from "../../lib/testing.ts";
 import { repoRoot, tsCommand } from "./runtime.ts";
 
 /** One fixture server: its name and its `FIXTURE_*` environment. */
@@ -147,14 +153,21 @@ export function toolNamesOf(body: Record<string, unknown>): string[] {
 /** Closes the session after asserting that the fake LLM rejected no request (guarantee 4). */
 export async function closeChecked(t: TestSession): Promise<void> {
   try {
-    assert.deepEqual(t.llm.requests.filter((r) => r.rejected !== undefined).map((r) => r.rejected), [], "every request passes the fake's validation");
+    assert.deepEqual(
+      t.llm.requests.filter((r) => r.rejected !== undefined).map((r) => r.rejected),
+      [],
+      "every request passes the fake's validation",
+    );
   } finally {
     await t.close();
   }
 }
 
 /** Runs `body` with a new session, then {@link closeChecked}. */
-export async function withSession(options: Parameters<typeof startSession>[0], body: (t: TestSession) => Promise<void>): Promise<void> {
+export async function withSession(
+  options: Parameters<typeof startSession>[0],
+  body: (t: TestSession) => Promise<void>,
+): Promise<void> {
   const t = await startSession(options);
   try {
     await body(t);
@@ -172,7 +185,9 @@ export function injectedHooks(body: Record<string, unknown>): Array<{ hook: stri
     if (typeof value !== "string") return;
     try {
       const v = JSON.parse(value) as { hook?: unknown };
-      if (typeof v === "object" && v !== null && typeof v.hook === "string") out.push(v as { hook: string; server: string; text: string });
+      if (typeof v === "object" && v !== null && typeof v.hook === "string") {
+        out.push(v as { hook: string; server: string; text: string });
+      }
     } catch {
       // not an injected hook result
     }
@@ -185,7 +200,7 @@ export function injectedHooks(body: Record<string, unknown>): Array<{ hook: stri
       if (block["type"] !== "tool_result") continue;
       const c = block["content"];
       if (typeof c === "string") parse(c);
-      else if (Array.isArray(c)) for (const b of c as Array<Record<string, unknown>>) parse(b["text"]);
+      else if (Array.isArray(c)) { for (const b of c as Array<Record<string, unknown>>) parse(b["text"]); }
     }
   }
   return out;
