@@ -21,6 +21,8 @@ step doc-lint deno doc --lint --quiet mod.ts testing.ts
 # Formatting and lint rules are deno.json's (fmt: lineWidth 120, code and JSON; lint: the recommended set).
 step fmt deno fmt --check --quiet
 step lint deno lint --quiet
+# The JSR package: the publish list and no slow types in the public API (no upload).
+step publish-dry-run deno publish --dry-run --allow-dirty --quiet
 step node node --import tsx --test --test-concurrency=2 "${files[@]}"
 step bun bun test --timeout 120000 "${files[@]/#/./}"
 step deno deno test -A --quiet "${files[@]}"
