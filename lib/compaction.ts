@@ -93,10 +93,29 @@ export class UsageBaseline {
     this.#historyBytes = sentHistoryBytes;
   }
 
-  /** Forgets the pair (after a compaction, SPEC section 8.5), so the next estimate is bytes. */
+  /**
+   * Forgets the pair (SPEC section 8.5), so the next estimate is bytes. After a compaction the
+   * loop uses {@link rebase} instead, which keeps the calibration.
+   */
   clear(): void {
     this.#inputTokens = undefined;
     this.#historyBytes = 0;
+  }
+
+  /**
+   * After a compaction (SPEC section 8.5): the reported pair no longer describes the history,
+   * but its ratio of tokens to bytes still describes the system prompt, the tools and the kind
+   * of text, so the pair is scaled to the fresh request: `currentBytes` at that ratio. Without
+   * the ratio a fresh context was measured in bytes while the estimate that triggered it was in
+   * reported tokens, so with a provider that packs 3–4 bytes in a token the fresh context
+   * looked larger than the old one, and with large tool definitions it was over the threshold
+   * again at once (issue 9). Nothing known: stays unknown.
+   * @param currentBytes the bytes the next request sends
+   */
+  rebase(currentBytes: number): void {
+    if (this.#inputTokens === undefined) return;
+    this.#inputTokens = this.scale(currentBytes);
+    this.#historyBytes = currentBytes;
   }
 
   /** True when a reported figure is held. */
@@ -105,9 +124,24 @@ export class UsageBaseline {
   }
 
   /**
-   * The next request's input tokens: the reported tokens plus the bytes added since, or the
-   * history's bytes when nothing is known. A history smaller than the one measured (it was
-   * replaced or truncated without a {@link clear}) also falls back to its bytes, the upper bound.
+   * Tokens for a request of `bytes` at the reported ratio of tokens to bytes (at most 1 token
+   * a byte), with nothing added for growth: how a candidate fresh context is measured against
+   * the estimate. Nothing known: `bytes`.
+   */
+  scale(bytes: number): number {
+    return Math.ceil(bytes * this.ratio);
+  }
+
+  /** Reported tokens per byte of the last measured request, at most 1; 1 when nothing is known. */
+  get ratio(): number {
+    if (this.#inputTokens === undefined || this.#historyBytes <= 0) return 1;
+    return Math.min(1, this.#inputTokens / this.#historyBytes);
+  }
+
+  /**
+   * The next request's input tokens: the reported tokens plus the bytes added since (1 byte
+   * counts as 1 token, an upper bound), or the bytes when nothing is known. A request smaller
+   * than the one measured (it was truncated without a {@link rebase}) is {@link scale}d.
    */
   estimate(history: readonly HistoryItem[]): number {
     return this.estimateFromBytes(historyBytes(history));
@@ -118,7 +152,8 @@ export class UsageBaseline {
    * {@link record}: the loop passes history plus {@link requestOverheadBytes}).
    */
   estimateFromBytes(currentBytes: number): number {
-    if (this.#inputTokens === undefined || currentBytes < this.#historyBytes) return currentBytes;
+    if (this.#inputTokens === undefined) return currentBytes;
+    if (currentBytes < this.#historyBytes) return this.scale(currentBytes);
     return this.#inputTokens + (currentBytes - this.#historyBytes);
   }
 }

@@ -59,11 +59,14 @@ export class Compactor {
 
   /**
    * Compacts `history` in place when the estimate of the next request (history, system prompt
-   * and `context.tools`) reaches the threshold. A summary whose fresh context (before any
-   * `_PostCompact` output) would not be smaller than that estimate is discarded for the
-   * truncation fallback, so a summary never makes the context larger; a truncation that can
-   * drop nothing changes nothing and emits no event (one warning per session says the newest
-   * turn alone is over budget).
+   * and `context.tools`) reaches the threshold. A compaction never makes the context larger:
+   * candidates are compared with the current request byte for byte (the same system prompt and
+   * tools on both sides), so a summary whose fresh context, `_PostCompact` output included,
+   * would not be smaller is discarded for the truncation fallback, and no summary is asked for
+   * when even an empty one could not help (a history that is only the current prompt). Event
+   * figures are estimated tokens in one unit: the reported ratio of tokens to bytes
+   * ({@link UsageBaseline.scale}). A truncation that can drop nothing changes nothing and emits
+   * no event (one warning per session says the current turn alone is over budget).
    * @returns `"none"`, `"summary"`, `"truncation"`, or `"cancelled"` when `signal` aborted the
    *   summary request (the history is then unchanged)
    */
@@ -83,13 +86,16 @@ export class Compactor {
     const { config } = this.#options;
     const threshold = tokenThreshold(config.maxContextTokens, config.maxOutputTokens);
     const overhead = requestOverheadBytes(config.systemPrompt, context.tools);
-    const before = this.#baseline.estimateFromBytes(overhead + historyBytes(history));
+    const currentBytes = overhead + historyBytes(history);
+    const before = this.#baseline.estimateFromBytes(currentBytes);
     if (!shouldCompact(before, threshold)) return "none";
 
     if (this.handoffs < config.maxHandoffs) {
-      const outcome = await this.#summarise(history, { ...context, before, overhead });
+      const outcome = await this.#summarise(history, { ...context, before, overhead, currentBytes });
       if (outcome === "cancelled" || outcome === "summary") return outcome;
     }
+    // Drop old turns until the request's bytes (1 byte = 1 token, the SPEC 8.4 upper bound) are
+    // under the threshold: more than the reported ratio would need, never less.
     const { history: kept, dropped } = truncateHistory(history, Math.max(0, threshold - overhead));
     if (dropped === 0) {
       if (!this.#warnedStuck) {
@@ -103,22 +109,30 @@ export class Compactor {
       return "none";
     }
     history.splice(0, history.length, ...kept);
-    this.#baseline.clear();
-    const afterTokens = overhead + historyBytes(history);
+    const keptBytes = overhead + historyBytes(history);
+    const afterTokens = this.#baseline.scale(keptBytes);
+    this.#baseline.rebase(keptBytes);
     context.emit({ type: "compaction", mode: "truncation", beforeTokens: before, afterTokens, injected: [] });
     return "truncation";
   }
 
   /**
-   * The summary path (SPEC sections 8.2 and 8.3). Returns `"fallback"` when the summary
-   * failed, was empty, or would not make the context smaller; the history is then unchanged
-   * and no hook was called.
+   * The summary path (SPEC sections 8.2 and 8.3). Returns `"fallback"` when the summary could
+   * not help, failed, was empty, or would not make the context smaller; the history is then
+   * unchanged, and `_PostCompact` was called only in the last case, when its own output made
+   * the fresh context too large (that output is then dropped, with a warning).
    */
   async #summarise(
     history: HistoryItem[],
-    context: Parameters<Compactor["maybeCompact"]>[1] & { before: number; overhead: number },
+    context: Parameters<Compactor["maybeCompact"]>[1] & { before: number; overhead: number; currentBytes: number },
   ): Promise<"summary" | "fallback" | "cancelled"> {
     const { config, model, hooks } = this.#options;
+    const currentPrompt = currentPromptText(history) || context.originalTask || "";
+    // Measured like the current request: the bytes the fresh context would send.
+    const size = (summary: string, postCompact: readonly HistoryItem[]) =>
+      context.overhead + historyBytes(freshContext({ summary, currentPrompt, postCompact }));
+    // Nothing to summarise: even an empty summary would not shrink the request. No LLM call.
+    if (size("", []) >= context.currentBytes) return "fallback";
     const request = buildSummaryRequest({
       originalTask: context.originalTask ?? "(unknown)",
       history,
@@ -154,33 +168,29 @@ export class Compactor {
       context.emit({ type: "warning", message: "Context summary was empty; dropping old turns instead" });
       return "fallback";
     }
-    const currentPrompt = currentPromptText(history) || context.originalTask || "";
-    // Measured like the estimate that triggered: the request the fresh context would send.
-    const size = (postCompact: readonly HistoryItem[]) =>
-      context.overhead + historyBytes(freshContext({ summary, currentPrompt, postCompact }));
-    const larger = (after: number) => {
+    const larger = (bytes: number, what: string) => {
       context.emit({
         type: "warning",
-        message:
-          `Context summary would not shrink the context (${context.before} → ${after} tokens); dropping old turns instead`,
+        message: `${what} would not shrink the context (${context.before} → ${
+          this.#baseline.scale(bytes)
+        } tokens); dropping old turns instead`,
       });
       return "fallback" as const;
     };
     // Checked before _PostCompact runs, so a summary that cannot help calls no hook (SPEC 8.4).
-    // The hooks' output is added on top and not held against the summary: it is the state
-    // their authors chose to carry (each capped at 16 KiB, SPEC 4.3), and dropping it after the
-    // call would lose it silently.
-    const bare = size([]);
-    if (bare >= context.before) return larger(bare);
+    const bare = size(summary, []);
+    if (bare >= context.currentBytes) return larger(bare, "Context summary");
     // The _PostCompact hook point (lib/hook-points.ts): its output joins the fresh context.
     const { injected, items: postCompact } = await hooks.fire(
       "_PostCompact",
       hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections),
     );
-    const afterTokens = size(postCompact);
+    const freshBytes = size(summary, postCompact);
+    if (freshBytes >= context.currentBytes) return larger(freshBytes, "Context summary with the _PostCompact output");
     history.splice(0, history.length, ...freshContext({ summary, currentPrompt, postCompact }));
     this.handoffs++;
-    this.#baseline.clear();
+    const afterTokens = this.#baseline.scale(freshBytes);
+    this.#baseline.rebase(freshBytes);
     context.emit({
       type: "compaction",
       mode: "summary",

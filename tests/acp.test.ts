@@ -276,7 +276,8 @@ describe("acp: compaction", () => {
       JSON.stringify([
         {
           text: "Looking.",
-          toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }],
+          // A result the summary can replace: a compaction never makes the context larger.
+          toolCalls: [{ name: "fx__echo", arguments: { text: "hi ".repeat(1000) } }],
           usage: { inputTokens: 1900, outputTokens: 10 },
         },
         { text: "Done after the handoff." },

@@ -100,12 +100,23 @@ describe("threshold and estimate (SPEC 8.1)", () => {
     assert.equal(baseline.estimate(h), historyBytes(h));
   });
 
-  test("a history smaller than the measured one is estimated by its bytes", () => {
+  test("a history smaller than the measured one is estimated at the reported ratio of tokens to bytes", () => {
     const big = [user("a".repeat(5000))];
-    const small = [user("b")];
+    const small = [user("b".repeat(100))];
     const baseline = new UsageBaseline();
     baseline.record(2000, historyBytes(big));
-    assert.equal(baseline.estimate(small), historyBytes(small));
+    const ratio = 2000 / historyBytes(big);
+    assert.equal(baseline.ratio, ratio);
+    assert.equal(baseline.estimate(small), Math.ceil(historyBytes(small) * ratio));
+    baseline.rebase(historyBytes(small));
+    assert.equal(baseline.estimate(small), Math.ceil(historyBytes(small) * ratio), "rebase keeps the ratio");
+    const grown = [...small, user("c".repeat(300))];
+    assert.equal(
+      baseline.estimate(grown),
+      Math.ceil(historyBytes(small) * ratio) + historyBytes(grown) - historyBytes(small),
+    );
+    baseline.record(99999, 10);
+    assert.equal(baseline.ratio, 1, "never more than a token a byte");
   });
 });
 

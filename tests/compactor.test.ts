@@ -239,3 +239,70 @@ describe("a compaction never makes the context larger (issue 9)", () => {
     }
   });
 });
+
+describe("estimates in one unit: the provider's ratio of tokens to bytes (issue 9)", () => {
+  test("tools larger than the threshold in bytes but not in tokens: summaries are kept and every compaction shrinks the estimate", async () => {
+    // ctx 3000, out 600: threshold 2250 tokens. The tools, system prompt and a fresh context
+    // weigh ~3 KB, about 900 tokens at the 3.5 bytes a token this fake reports, as a real
+    // provider would: over the threshold in bytes, well under it in tokens.
+    let reads = 0;
+    const t = await setup("anthropic", {
+      SPROUT_AGENT_MAX_CONTEXT_TOKENS: "3000",
+      SPROUT_AGENT_MAX_OUTPUT_TOKENS: "600",
+    }, (r) => ({
+      usage: { inputTokens: Math.round(utf8(JSON.stringify(r.body)) / 3.5), outputTokens: 5 },
+      ...(isSummary(r)
+        ? { text: "SUMMARY: reading files one by one." }
+        : reads++ < 10
+        ? { toolCalls: [{ name: "fx__read", arguments: { path: `f${reads}` } }] }
+        : { text: "done" }),
+    }));
+    try {
+      const { events, result } = await t.run("Read ten files.");
+      assert.equal(result.stopReason, "end_turn");
+      const compactions = events.filter((e) => e.type === "compaction");
+      assert.ok(compactions.some((c) => c.type === "compaction" && c.mode === "summary"), JSON.stringify(compactions));
+      for (const c of compactions) {
+        assert.ok(c.type === "compaction" && c.afterTokens < c.beforeTokens && c.afterTokens < 2250, JSON.stringify(c));
+      }
+      const warnings = events.flatMap((e) => e.type === "warning" ? [e.message] : []);
+      assert.deepEqual(warnings.filter((w) => /would not shrink/.test(w)), []);
+      // A fresh context is estimated at the reported ratio, so it is not over budget at once:
+      // never a compaction before two rounds in a row.
+      let round = 0;
+      const compactedBefore: number[] = [];
+      for (const e of events) {
+        if (e.type === "round-start") round = e.round;
+        if (e.type === "compaction") compactedBefore.push(round + 1);
+      }
+      for (let i = 1; i < compactedBefore.length; i++) {
+        assert.ok(
+          compactedBefore[i]! - compactedBefore[i - 1]! >= 2,
+          `compacted before rounds ${compactedBefore.join(", ")}: ${JSON.stringify(compactions)}`,
+        );
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("a history that is only the prompt is never summarised, though the tools put the request over the threshold", async () => {
+    const t = await setup(
+      "openai",
+      { SPROUT_AGENT_MAX_CONTEXT_TOKENS: "2400", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "600" },
+      () => ({
+        text: "done",
+      }),
+    );
+    try {
+      const { events, result } = await t.run("Say done.");
+      assert.equal(result.stopReason, "end_turn");
+      assert.equal(t.llm.requests.filter(isSummary).length, 0, "no summary request");
+      assert.equal(events.filter((e) => e.type === "compaction").length, 0);
+      const warnings = events.flatMap((e) => e.type === "warning" ? [e.message] : []);
+      assert.equal(warnings.filter((w) => /over budget/.test(w)).length, 1, warnings.join("\n"));
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -268,7 +268,9 @@ describe("G1 no _PostCompact fault can trap the agent", () => {
     const isSummary = (r: RecordedRequest) =>
       r.body["tools"] === undefined && JSON.stringify(r.body).includes("handoff");
     const turns: FakeTurn[] = [
-      { toolCalls: [{ name: "work__huge", arguments: { bytes: 6000 } }] },
+      // 46000 bytes cross the 45000-token threshold alone (the fake reports 10 input tokens);
+      // the fresh context, with the capped 16 KiB of "huge", stays smaller than that.
+      { toolCalls: [{ name: "work__huge", arguments: { bytes: 46000 } }] },
       { toolCalls: [{ name: "work__echo", arguments: { text: "after compaction" } }] },
       { text: "finished" },
     ];
@@ -281,7 +283,7 @@ describe("G1 no _PostCompact fault can trap the agent", () => {
           llmEnv(llm, {
             MCP_HOOK_SERVERS: "*",
             SPROUT_AGENT_HOOK_TIMEOUT_MS: String(HOOK_TIMEOUT_MS),
-            SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000",
+            SPROUT_AGENT_MAX_CONTEXT_TOKENS: "60000",
             SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000",
           }),
           { cwd: dir.path },
