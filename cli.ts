@@ -56,6 +56,8 @@ let stdoutLost: number | undefined;
 const stdout = trackedOutput(process.stdout, {
   onClosed: (error: NodeJS.ErrnoException) => {
     stdoutLost = error.code === "EPIPE" ? 141 : 1;
+    // A reader that went away is the quiet case; any other failure (a full disk) is said.
+    if (stdoutLost === 1) process.stderr.write(`sprout-agent: Cannot write to stdout: ${error.message}\n`);
     exit(stdoutLost);
   },
 });

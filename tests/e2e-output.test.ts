@@ -202,6 +202,30 @@ describe("output is never lost behind a slow reader (cli.ts run --json)", () => 
   });
 });
 
+describe("a stdout that fails is said, not silent", () => {
+  test("stdout on a full device (/dev/full): exit 1 and a line on stderr naming the failure", async () => {
+    const script = scriptFile("full.json", [{ text: "hello" }]);
+    const child = spawn("sh", [
+      "-c",
+      `exec "$@" > /dev/full`,
+      "sh",
+      ...tsCommand(join(repoRoot, "cli.ts")),
+      "run",
+      "--json",
+      "go",
+    ], {
+      cwd: dir,
+      env: cleanEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script }),
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /Cannot write to stdout: .*(ENOSPC|No space left)/);
+  });
+});
+
 describe("output is never lost behind a slow reader (cli.ts acp)", () => {
   test("responses over 64 KiB written just before stdin closes all arrive, byte for byte", async () => {
     // Four error responses of ~100 KB each (the unknown session id is quoted back), then EOF.
