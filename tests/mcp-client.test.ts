@@ -251,7 +251,7 @@ describe("era detection against legacy servers that answer the probe badly", () 
       assert.ok(error instanceof AgentError && error.code === "mcp-connect");
       assert.match(
         error.message,
-        /^Cannot start server "psilent": initialize timed out after 1 s without an answer to server\/discover \(a server that ignores unknown requests needs "protocol": "legacy" in its configuration\)$/,
+        /^Cannot start server "psilent": initialize timed out after 1 s without an answer to server\/discover \(a server that answers initialize but ignores unknown requests needs "protocol": "legacy" in its configuration\)$/,
       );
       return true;
     });

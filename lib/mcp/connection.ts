@@ -215,7 +215,7 @@ export class Connection implements McpConnection {
       timeoutMessage: () =>
         this.#initTimeoutMessage(
           this.#proc !== undefined && fallback
-            ? ` without an answer to server/discover (a server that ignores unknown requests needs "protocol": "legacy" in its configuration)`
+            ? ` without an answer to server/discover (a server that answers initialize but ignores unknown requests needs "protocol": "legacy" in its configuration)`
             : "",
         ),
     });
