@@ -6,7 +6,7 @@
  */
 
 import { resolve } from "node:path";
-import { type Config, type HookServers, loadConfig, MAX_TIMER_MS } from "./config.ts";
+import { type Config, type HookServers, isHttpUrl, loadConfig, MAX_TIMER_MS } from "./config.ts";
 import { AgentError } from "./errors.ts";
 import { createAnthropicModel, MIN_THINKING_BUDGET_TOKENS } from "./llm/anthropic.ts";
 import { createOpenAiModel } from "./llm/openai.ts";
@@ -203,13 +203,7 @@ export function isModel(value: ModelOptions | Model): value is Model {
 
 function httpUrl(option: string, raw: string | undefined, fallback: string): string {
   if (raw === undefined) return fallback;
-  let url: URL | undefined;
-  try {
-    url = new URL(raw.trim());
-  } catch {
-    url = undefined;
-  }
-  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+  if (!isHttpUrl(raw)) {
     invalid(option, `${JSON.stringify(raw)} is not an http or https URL`);
   }
   return raw.trim();

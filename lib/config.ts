@@ -224,17 +224,25 @@ function apiKey(env: Env, name: string): string | undefined {
   return raw;
 }
 
+/**
+ * True when `raw` (trimmed) is an absolute http or https URL: the rule for every base URL, from
+ * the environment or from `createAgent` options.
+ * @example isHttpUrl(" http://localhost:11434/v1 ") // true
+ */
+export function isHttpUrl(raw: string): boolean {
+  try {
+    const url = new URL(raw.trim());
+    return url.protocol === "http:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
 /** A base URL: an absolute http or https URL. */
 function baseUrl(env: Env, name: string, fallback: string): string {
   const raw = text(env, name);
   if (raw === undefined) return fallback;
-  let url: URL | undefined;
-  try {
-    url = new URL(raw.trim());
-  } catch {
-    url = undefined;
-  }
-  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+  if (!isHttpUrl(raw)) {
     throw new AgentError("config", `Invalid ${name}: ${JSON.stringify(redact(raw))} is not an http or https URL`);
   }
   return raw.trim();

@@ -110,3 +110,19 @@ describe("MCP_HOOK_SERVERS (SPEC section 3)", () => {
     assert.deepEqual(parseHookServers("*,foo"), { kind: "only", names: ["*", "foo"] });
   });
 });
+
+describe("base URLs", () => {
+  test("a base URL that is not an absolute http or https URL is refused naming the variable; one with spaces around is kept trimmed", () => {
+    for (const raw of ["ftp://example.com", "localhost:11434", "not a url"]) {
+      assert.throws(
+        () => loadConfig({ OPENAI_COMPAT_BASE_URL: raw }, () => ""),
+        (e: unknown) =>
+          e instanceof AgentError && /^Invalid OPENAI_COMPAT_BASE_URL: .* is not an http or https URL$/.test(e.message),
+      );
+    }
+    assert.equal(
+      loadConfig({ ANTHROPIC_BASE_URL: " http://127.0.0.1:9/ " }, () => "").anthropic.baseUrl,
+      "http://127.0.0.1:9/",
+    );
+  });
+});
