@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
+import { createClient } from "redis";
 import { createApp } from "../servers/todo-enforcer/app.ts";
 import { MemoryStore, replaceList, type TodoStore } from "../servers/todo-enforcer/store.ts";
 import { LmdbStore } from "../servers/todo-enforcer/store-lmdb.ts";
@@ -194,6 +195,54 @@ for (const kind of kinds) {
     });
   });
 }
+
+describe("store upkeep", () => {
+  test("replaceList gives up, saying why, when other writers always come first", async () => {
+    const busy: TodoStore = {
+      get: () => Promise.resolve({ items: [], version: 0 }),
+      put: () => Promise.resolve(false),
+      close: () => Promise.resolve(),
+    };
+    await assert.rejects(
+      replaceList(busy, "s", []),
+      /^Error: Cannot update the todo list: 50 other writes to it came first$/,
+    );
+  });
+
+  test("the LMDB store deletes sessions older than maxAgeMs when it opens, and keeps the others", async () => {
+    const path = tempDir();
+    let clock = 1_000_000;
+    const now = () => clock;
+    const store = await LmdbStore.open({ path, now });
+    assert.ok(await store.put("old", [item(1, "old")], 0));
+    clock += 5000;
+    assert.ok(await store.put("new", [item(1, "new")], 0));
+    await store.close();
+    clock += 1000;
+    const pruned = await LmdbStore.open({ path, now, maxAgeMs: 3000 });
+    try {
+      assert.deepEqual(await pruned.get("old"), { items: [], version: 0 }, "6 s old: deleted");
+      assert.deepEqual(await pruned.get("new"), { items: [item(1, "new")], version: 1 }, "1 s old: kept");
+    } finally {
+      await pruned.close();
+    }
+  });
+
+  test("a Redis session's hash expires maxAgeMs after its last write", { skip: redisSkip }, async () => {
+    const store = await RedisStore.connect({ url: redis?.url ?? "", prefix: "ttl:", maxAgeMs: 60_000 });
+    const client = createClient({ url: redis?.url ?? "" });
+    await client.connect();
+    try {
+      assert.ok(await store.put("s", [item(1, "a")], 0));
+      const ttl = await client.pTTL("ttl:s");
+      assert.ok(ttl > 50_000 && ttl <= 60_000, `PTTL ${ttl}`);
+      assert.deepEqual(await client.hGetAll("ttl:s"), { version: "1", items: JSON.stringify([item(1, "a")]) });
+    } finally {
+      await client.close();
+      await store.close();
+    }
+  });
+});
 
 describe("choosing the store", () => {
   test("over HTTP the default is the LMDB folder under XDG_STATE_HOME, else ~/.local/state", () => {

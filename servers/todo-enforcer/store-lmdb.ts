@@ -32,6 +32,8 @@ export interface LmdbStoreOptions {
   path: string;
   /** Sessions not written for this long are deleted when the store opens. Default 30 days. */
   maxAgeMs?: number;
+  /** The clock, in ms since the epoch, for write times and the age check. Default `Date.now`. */
+  now?: () => number;
 }
 
 /** Default {@link LmdbStoreOptions.maxAgeMs}: 30 days. */
@@ -43,9 +45,11 @@ export const DEFAULT_MAX_AGE_MS = 30 * 24 * 3600_000;
  */
 export class LmdbStore implements TodoStore {
   #db: RootDatabase<Entry, string>;
+  #now: () => number;
 
-  private constructor(db: RootDatabase<Entry, string>) {
+  private constructor(db: RootDatabase<Entry, string>, now: () => number) {
     this.#db = db;
+    this.#now = now;
   }
 
   /**
@@ -60,13 +64,14 @@ export class LmdbStore implements TodoStore {
     } catch (error) {
       throw new Error(`Cannot open the todo store "${options.path}": ${(error as Error).message}`);
     }
-    const oldest = Date.now() - (options.maxAgeMs ?? DEFAULT_MAX_AGE_MS);
+    const now = options.now ?? Date.now;
+    const oldest = now() - (options.maxAgeMs ?? DEFAULT_MAX_AGE_MS);
     const stale: Promise<boolean>[] = [];
     for (const { key, value, version } of db.getRange({ versions: true })) {
       if (value.at < oldest && version !== undefined) stale.push(db.remove(key, version));
     }
     await Promise.all(stale);
-    return new LmdbStore(db);
+    return new LmdbStore(db, now);
   }
 
   get(session: string): Promise<VersionedList> {
@@ -77,7 +82,7 @@ export class LmdbStore implements TodoStore {
 
   put(session: string, items: TodoItem[], expected: number): Promise<boolean> {
     // The version check runs inside the write transaction, so it holds against any writer.
-    const entry = { items, at: Date.now() };
+    const entry = { items, at: this.#now() };
     if (expected === 0) return this.#db.ifNoExists(session, () => void this.#db.put(session, entry, 1));
     return this.#db.put(session, entry, expected + 1, expected);
   }
