@@ -18,8 +18,9 @@ import { type Agent, createAgent } from "./lib/agent.ts";
 import { agentOptionsFromEnv, optionKeys } from "./lib/agent-env.ts";
 import { CONFIG_VARIABLES, loadConfig, serverStderrShown } from "./lib/config.ts";
 import { AgentError, isAbortError } from "./lib/errors.ts";
-import type { AgentEvent, PromptResult } from "./lib/events.ts";
-import { checkHooks, hookSetupWarnings, type ServerCheck } from "./lib/hook-check.ts";
+import type { AgentEvent, HookOutcome, PromptResult } from "./lib/events.ts";
+import { checkHooks, hookSetupWarnings, isHookPoint, type ServerCheck } from "./lib/hook-check.ts";
+import { HOOK_POINTS } from "./lib/hook-points.ts";
 import { parseMcpConfig } from "./lib/mcp/config.ts";
 import { configSecrets, redact, redactEvent } from "./lib/redact.ts";
 import { createRegistry } from "./lib/mcp/registry.ts";
@@ -425,6 +426,14 @@ async function hooks(args: string[]): Promise<number> {
   }
 }
 
+/** A dry-run outcome in the words of the hook point's effect (lib/hook-points.ts). */
+function dryRunOutcome(hook: string, outcome: HookOutcome): string {
+  const objects = isHookPoint(hook) && HOOK_POINTS[hook].effect === "objection";
+  if (outcome === "objection") return objects ? "objects" : "injects";
+  if (outcome === "none") return objects ? "no objection" : "nothing to inject";
+  return outcome === "timeout" ? "timed out" : "error";
+}
+
 function printHookReport(report: ServerCheck[], warnings: string[], none: boolean): void {
   const out = painter(process.stdout);
   const err = painter(process.stderr);
@@ -448,7 +457,7 @@ function printHookReport(report: ServerCheck[], warnings: string[], none: boolea
         ? "not a hook point this agent calls (never called)"
         : h.outcome === undefined
         ? "not called (not enabled)"
-        : `${h.outcome === "objection" ? "text" : h.outcome} in ${formatDuration(h.durationMs ?? 0)}${
+        : `${dryRunOutcome(h.name, h.outcome)} in ${formatDuration(h.durationMs ?? 0)}${
           h.text === undefined ? "" : `: ${firstLine(h.text, 100)}`
         }`;
       print(`  ${mark} ${h.name} ${out.dim(what)}`);

@@ -370,10 +370,16 @@ class StdioChild implements StdioProcess {
     if (onLine === undefined || text === "") return;
     const lines = (this.#stderrLine + text).split("\n");
     this.#stderrLine = lines.pop() ?? "";
-    for (const line of lines) onLine(line.endsWith("\r") ? line.slice(0, -1) : line);
-    while (this.#stderrLine.length > STDERR_LINE_CHARS) {
-      onLine(this.#stderrLine.slice(0, STDERR_LINE_CHARS));
-      this.#stderrLine = this.#stderrLine.slice(STDERR_LINE_CHARS);
+    const pieces = (line: string) => {
+      for (let at = 0; at < line.length || at === 0; at += STDERR_LINE_CHARS) {
+        onLine(line.slice(at, at + STDERR_LINE_CHARS));
+      }
+    };
+    for (const line of lines) pieces(line.endsWith("\r") ? line.slice(0, -1) : line);
+    if (this.#stderrLine.length > STDERR_LINE_CHARS) {
+      const keep = this.#stderrLine.length % STDERR_LINE_CHARS;
+      pieces(this.#stderrLine.slice(0, this.#stderrLine.length - keep));
+      this.#stderrLine = this.#stderrLine.slice(this.#stderrLine.length - keep);
     }
   }
 
