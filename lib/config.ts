@@ -164,7 +164,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
   { name: "SPROUT_AGENT_MAX_LINE_BYTES", default: "4194304", meaning: "largest JSON-RPC line accepted" },
   {
     name: "SPROUT_AGENT_SERVER_STDERR",
-    default: "show for run, hide for run --json and acp",
+    default: "show for run and hooks, hide with --json and for acp",
     meaning: "stdio servers' stderr lines on stderr as [name] line: show or hide",
   },
   {
@@ -193,7 +193,7 @@ export function hooksEnabledFor(allow: HookServers, server: string): boolean {
 /**
  * `SPROUT_AGENT_SERVER_STDERR` (SPEC section 9): whether the lines stdio servers write to
  * stderr are shown on the agent's stderr, prefixed `[name] `. `show` or `hide` (trimmed, any
- * case); unset means `fallback` (the CLI: shown for `run`, hidden for `run --json` and `acp`).
+ * case); unset means `fallback` (the CLI: shown for `run` and `hooks`, hidden with `--json` and for `acp`).
  * @throws {AgentError} `config` naming the variable for any other value, empty included
  * @example serverStderrShown({ SPROUT_AGENT_SERVER_STDERR: "hide" }, true) // false
  */
