@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { spawnStdio, STDERR_LINE_CHARS } from "../lib/mcp/stdio.ts";
+import { spawnAgent } from "./helpers/acp.ts";
 import { runCli } from "./helpers/cli.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 
@@ -158,4 +159,36 @@ describe("lib/mcp/stdio.ts: stderr line by line", () => {
     assert.ok(lines.slice(2, 4).every((l) => /^x+$/.test(l)));
     assert.equal(info.stderrTail, `a\nb\r\n${long}\nlast`, "the tail is kept as it came");
   });
+});
+
+describe("cli.ts acp: aids for hook authors", () => {
+  for (const shown of [false, true]) {
+    test(`stdio servers' stderr is ${shown ? "logged as [session] [name] line when asked" : "not logged by default"}; the start-up warning is`, async () => {
+      const bad = server("tests/fixtures/hooks/bad-hook.ts");
+      const agent = spawnAgent({
+        ...scripted,
+        MCP_HOOK_SERVERS: "bda",
+        ...(shown ? { SPROUT_AGENT_SERVER_STDERR: "show" } : {}),
+      });
+      try {
+        await agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+        const reply = await agent.request("session/new", {
+          cwd: dir,
+          mcpServers: [{ name: "bad", command: bad.command, args: bad.args, env: [] }],
+        });
+        const session = reply.result?.sessionId as string;
+        assert.match(session, /^ses_/);
+        await agent.close();
+        const log = agent.stderr();
+        assert.match(
+          log,
+          new RegExp(`\\[${session}\\] warning: MCP_HOOK_SERVERS names server "bda", which is not configured`),
+        );
+        if (shown) assert.match(log, new RegExp(`^sprout-agent acp: \\[${session}\\] \\[bad\\] bad-hook: ready$`, "m"));
+        else assert.doesNotMatch(log, /bad-hook: ready/);
+      } finally {
+        agent.child.kill("SIGKILL");
+      }
+    });
+  }
 });
