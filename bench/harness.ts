@@ -170,6 +170,7 @@ export function runChild(
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
   child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  child.stdin.on("error", () => {}); // EPIPE when the child exits without reading stdin
   child.stdin.end(options.stdin ?? "");
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 120_000);

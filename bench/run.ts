@@ -61,7 +61,8 @@ export async function machine(): Promise<Record<string, string | number>> {
   const version = async (which: Runtime): Promise<string> => {
     try {
       const { stdout } = await runChild([runtimeBinary(which), "--version"], { timeoutMs: 30_000 });
-      return stdout.trim().split("\n")[0] ?? "";
+      // `deno 2.9.6 (stable, …)`, `v20.20.2`, `1.4.5`: keep the version number.
+      return /\d+\.\d+\.\d+\S*/.exec(stdout)?.[0] ?? stdout.trim();
     } catch {
       return "unavailable";
     }
@@ -103,7 +104,7 @@ async function main(): Promise<void> {
   const info = await machine();
   console.log(formatTable(rows));
   console.log(
-    `\n${info.date} · ${info.cpus} × ${info.cpu} · node ${info.node} · bun ${info.bun} · ${info.deno} · ${
+    `\n${info.date} · ${info.cpus} × ${info.cpu} · node ${info.node} · bun ${info.bun} · deno ${info.deno} · ${
       ((performance.now() - started) / 1000).toFixed(0)
     } s${values.quick === true ? " · --quick" : ""}`,
   );

@@ -27,6 +27,7 @@ function commandHook(argv: readonly string[], event: string): Promise<unknown> {
   const child = spawn(command, args, { env: childEnv() });
   let out = "";
   child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
+  child.stdin.on("error", () => {}); // EPIPE when a hook exits without reading its event
   child.stdin.end(event);
   return new Promise((resolve, reject) => {
     child.once("error", reject);
