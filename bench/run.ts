@@ -13,7 +13,7 @@ import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import process from "node:process";
 import { parseArgs } from "node:util";
-import { formatTable, type Group, type Row, RUNTIMES, type Runtime, runChild, runtimeBinary } from "./harness.ts";
+import { formatTable, type Group, type Row, runChild, type Runtime, runtimeBinary, RUNTIMES } from "./harness.ts";
 import { acpGroup } from "./groups/acp.ts";
 import { coldGroup } from "./groups/cold.ts";
 import { hooksGroup } from "./groups/hooks.ts";

@@ -22,9 +22,17 @@ export interface HttpServer {
 }
 
 /** Starts `file` (a `main.ts` printing `listening on URL`) under `which` on a free port. */
-export async function startHttpServer(file: string, which: Runtime, env: Record<string, string> = {}): Promise<HttpServer> {
+export async function startHttpServer(
+  file: string,
+  which: Runtime,
+  env: Record<string, string> = {},
+): Promise<HttpServer> {
   const [command = "", ...args] = tsCommand(file, which);
-  const child = spawn(command, [...args, "--port", "0"], { cwd: root, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command, [...args, "--port", "0"], {
+    cwd: root,
+    env: childEnv(env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const line = await firstLine(child, `Server "${file}" under ${which}`);
   return { url: line.replace(/^listening on /, ""), pid: child.pid ?? 0, stop: () => stopChild(child) };
 }

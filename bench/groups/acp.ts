@@ -61,7 +61,13 @@ export const acpGroup: Group = {
             const rss = rssMb(child.pid!);
             const perSession = ((rss - idle) * 1024) / n;
             rows.push(
-              row("acp", `${which}: RSS, ${n} session${n > 1 ? "s" : ""} (${perSession.toFixed(0)} KB each) vs idle`, rss, idle, "MB"),
+              row(
+                "acp",
+                `${which}: RSS, ${n} session${n > 1 ? "s" : ""} (${perSession.toFixed(0)} KB each) vs idle`,
+                rss,
+                idle,
+                "MB",
+              ),
             );
           }
         } finally {

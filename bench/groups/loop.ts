@@ -42,7 +42,7 @@ const SERVER: McpServerConfig = {
 function inProcessFetch(): typeof fetch {
   const json = (body: unknown) =>
     new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
-  return (async (_url: string | URL | Request, init?: RequestInit) => {
+  const respond = (init?: RequestInit): Response => {
     const message = JSON.parse(String(init?.body)) as { id?: number | string; method: string };
     if (message.id === undefined) return new Response(null, { status: 202 });
     const answer = (result: unknown) => json({ jsonrpc: "2.0", id: message.id, result });
@@ -60,7 +60,8 @@ function inProcessFetch(): typeof fetch {
       default:
         return json({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "Method not found" } });
     }
-  }) as typeof fetch;
+  };
+  return ((_url: string | URL | Request, init?: RequestInit) => Promise.resolve(respond(init))) as typeof fetch;
 }
 
 /** A model that calls `tool` for `rounds - 1` rounds, then ends the turn; it stamps each request. */
@@ -159,9 +160,15 @@ export const loopGroup: Group = {
     for (const which of runtimes) {
       log(`loop: ${which}`);
       const r = await inRuntime<LoopResult>(which, "loop", { rounds });
-      rows.push(row("loop", `${which}: ${rounds}-round prompt vs minimal loop`, r.agent.totalMs, r.minimal.totalMs, "ms"));
-      rows.push(row("loop", `${which}: last 100 rounds vs minimal loop's`, r.agent.last100Ms, r.minimal.last100Ms, "ms"));
-      rows.push(row("loop", `${which}: agent's last 100 rounds vs its first 100`, r.agent.last100Ms, r.agent.first100Ms, "ms"));
+      rows.push(
+        row("loop", `${which}: ${rounds}-round prompt vs minimal loop`, r.agent.totalMs, r.minimal.totalMs, "ms"),
+      );
+      rows.push(
+        row("loop", `${which}: last 100 rounds vs minimal loop's`, r.agent.last100Ms, r.minimal.last100Ms, "ms"),
+      );
+      rows.push(
+        row("loop", `${which}: agent's last 100 rounds vs its first 100`, r.agent.last100Ms, r.agent.first100Ms, "ms"),
+      );
     }
     return rows;
   },
