@@ -56,7 +56,7 @@ export const hooksGroup: Group = {
   name: "hooks",
   title: "_Stop decision: hook servers vs command hooks spawned per event",
   async run({ quick, log }) {
-    const samples = quick ? 4 : 30;
+    const samples = quick ? 4 : 20;
     const dir = mkdtempSync(join(tmpdir(), "sprout-bench-hooks-"));
     const todoFile = join(dir, "todos.json");
     writeFileSync(todoFile, JSON.stringify([{ id: 1, title: "write the bench", done: true }]));

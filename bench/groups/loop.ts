@@ -143,8 +143,9 @@ async function minimalLoop(rounds: number, fetch: typeof globalThis.fetch): Prom
 /** The in-process part: a short warm-up of each, then the minimal loop and the agent back to back. */
 export async function loopInProcess(options: { rounds: number }): Promise<LoopResult> {
   const fetch = inProcessFetch();
-  await minimalLoop(50, fetch);
-  await agentLoop(50, fetch);
+  const warmup = Math.max(10, Math.round(options.rounds / 20));
+  await minimalLoop(warmup, fetch);
+  await agentLoop(warmup, fetch);
   const minimal = await minimalLoop(options.rounds, fetch);
   const agent = await agentLoop(options.rounds, fetch);
   return { rounds: options.rounds, agent, minimal };

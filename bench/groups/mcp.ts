@@ -74,7 +74,7 @@ export const mcpGroup: Group = {
       for (const [label, config] of transports) {
         log(`mcp: ${label}`);
         const connects = await alternate(
-          quick ? 2 : label === "stdio" ? 8 : 20,
+          quick ? 2 : label === "stdio" ? 6 : 12,
           async () => await (await ours(config)).close(),
           async () => await (await sdk(config)).close(),
         );
@@ -84,7 +84,7 @@ export const mcpGroup: Group = {
         const a = await ours(config);
         const b = await sdk(config);
         try {
-          const opts = { min_cpu_time: (quick ? 50 : 700) * 1e6, max_samples: quick ? 200 : 5000 };
+          const opts = { min_cpu_time: (quick ? 50 : 400) * 1e6, max_samples: quick ? 200 : 5000 };
           const sa = await measure(() => a.call(), opts);
           const sb = await measure(() => b.call(), opts);
           rows.push(row("mcp", `${label}: call p50`, sa.p50 / 1e6, sb.p50 / 1e6, "ms"));
