@@ -3,7 +3,7 @@
  * `tests/bench.test.ts` calls it directly.
  * @module
  */
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { type Group, type Row, runChild, type Runtime, runtimeBinary, RUNTIMES } from "./harness.ts";
 import { acpGroup } from "./groups/acp.ts";
 import { coldGroup } from "./groups/cold.ts";
@@ -65,5 +65,7 @@ export async function machine(): Promise<Record<string, string | number>> {
     node: await version("node"),
     bun: await version("bun"),
     deno: await version("deno"),
+    // Other work on the machine skews absolute numbers more than ratios.
+    loadAverage: loadavg().map((n) => n.toFixed(1)).join(" "),
   };
 }

@@ -7,12 +7,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
+// The tests' own helpers: which runtime runs this file, and the argv that runs a `.ts` file
+// under a runtime (Node through the tsx loader, `deno run -A`).
+import { type Runtime, runtime as currentRuntime, tsCommand } from "../tests/helpers/runtime.ts";
+
+export { currentRuntime, type Runtime, tsCommand };
 
 /** The repository root, with a trailing slash. */
 export const root: string = fileURLToPath(new URL("../", import.meta.url));
-
-/** A runtime the bench can start a child under. */
-export type Runtime = "node" | "bun" | "deno";
 
 /** Every runtime, in table order. */
 export const RUNTIMES: readonly Runtime[] = ["node", "bun", "deno"];
@@ -118,25 +120,10 @@ export async function alternate(
   return out;
 }
 
-/** The runtime executing this file. */
-export function currentRuntime(): Runtime {
-  const g = globalThis as { Deno?: unknown; Bun?: unknown };
-  if (g.Deno !== undefined) return "deno";
-  if (g.Bun !== undefined) return "bun";
-  return "node";
-}
-
 /** The executable of `which`: this process's own when it is that runtime, else node_modules/.bin. */
 export function runtimeBinary(which: Runtime): string {
   if (currentRuntime() === which) return process.execPath;
   return which === "node" ? "node" : `${root}node_modules/.bin/${which}`;
-}
-
-/** The argv that runs a `.ts` file under `which` (Node through the tsx loader). */
-export function tsCommand(file: string, which: Runtime): string[] {
-  if (which === "deno") return [runtimeBinary("deno"), "run", "-A", "--quiet", file];
-  if (which === "bun") return [runtimeBinary("bun"), file];
-  return [runtimeBinary("node"), "--import", `${root}node_modules/tsx/dist/loader.mjs`, file];
 }
 
 /** The argv that runs a plain `.mjs` file under `which` (no TypeScript loader). */
@@ -191,28 +178,6 @@ export async function inRuntime<T>(which: Runtime, group: string, options: unkno
   return JSON.parse(last) as T;
 }
 
-/** Resolves with the first stdout line of `child` (up to 60 s). */
-export function firstLine(child: ChildProcess, what: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = "";
-    let err = "";
-    child.stderr?.setEncoding("utf8").on("data", (c: string) => (err += c));
-    const timer = setTimeout(() => reject(new Error(`${what} printed no line in 60 s: ${err}`)), 60_000);
-    child.stdout?.setEncoding("utf8").on("data", (c: string) => {
-      out += c;
-      const newline = out.indexOf("\n");
-      if (newline !== -1) {
-        clearTimeout(timer);
-        resolve(out.slice(0, newline));
-      }
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited with ${code}: ${err}`));
-    });
-  });
-}
-
 /** SIGTERM `child` and wait for its exit (SIGKILL after 3 s). */
 export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -240,7 +205,7 @@ export function formatTable(rows: readonly Row[]): string {
     r.case,
     `${formatNumber(r.value)} ${r.unit}`,
     `${formatNumber(r.baseline)} ${r.unit}`,
-    Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)}×` : "n/a",
+    Number.isFinite(r.ratio) ? `${r.ratio.toFixed(r.ratio < 0.1 ? 3 : 2)}×` : "n/a",
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const right = [false, false, true, true, true];

@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   const info = await machine();
   console.log(formatTable(rows));
   console.log(
-    `\n${info.date} · ${info.cpus} × ${info.cpu} · node ${info.node} · bun ${info.bun} · deno ${info.deno} · ${
+    `\n${info.date} · ${info.cpus} × ${info.cpu} · node ${info.node} · bun ${info.bun} · deno ${info.deno} · load ${info.loadAverage} · ${
       ((performance.now() - started) / 1000).toFixed(0)
     } s${values.quick === true ? " · --quick" : ""}`,
   );

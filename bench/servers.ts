@@ -4,9 +4,9 @@
  * registry and as commands for the official SDK's transports.
  * @module
  */
-import { spawn } from "node:child_process";
 import type { McpServerConfig } from "../lib/mcp/types.ts";
-import { childEnv, firstLine, root, type Runtime, stopChild, tsCommand } from "./harness.ts";
+import { startServer } from "../tests/helpers/hook-servers.ts";
+import { childEnv, root, type Runtime, tsCommand } from "./harness.ts";
 
 /** The todo-enforcer's stdio entry point. */
 export const TODO_STDIO = `${root}servers/todo-enforcer/stdio.ts`;
@@ -27,14 +27,9 @@ export async function startHttpServer(
   which: Runtime,
   env: Record<string, string> = {},
 ): Promise<HttpServer> {
-  const [command = "", ...args] = tsCommand(file, which);
-  const child = spawn(command, [...args, "--port", "0"], {
-    cwd: root,
-    env: childEnv(env),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const line = await firstLine(child, `Server "${file}" under ${which}`);
-  return { url: line.replace(/^listening on /, ""), pid: child.pid ?? 0, stop: () => stopChild(child) };
+  // The tests' helper: spawns under the runtime, waits for the first line; stop is SIGTERM, then SIGKILL.
+  const server = await startServer(file, ["--port", "0"], which, env);
+  return { url: server.url, pid: server.child.pid ?? 0, stop: async () => void (await server.stop()) };
 }
 
 /** The todo-enforcer over stdio under `which`, as our registry's configuration. */
