@@ -6,8 +6,12 @@
  * same tool, `todo`, answered by a hand-written in-process MCP endpoint through our MCP client. Rows per runtime: the whole prompt, the last 100 rounds (history is longest there:
  * any per-round cost that grows with the history shows), and the agent's own last 100 rounds
  * against its first 100. Each runtime runs this in a child (`bench/child.ts loop`).
+ *
+ * When `bench/loop.ts` (the loop's own bench, `runLoopBench`) is in the tree, its measurement
+ * replaces this file's: see `sharedLoopBench` below.
  * @module
  */
+import { existsSync } from "node:fs";
 import { createAgent } from "../../lib/agent.ts";
 import { connectMcp } from "../../lib/mcp/client.ts";
 import { LEGACY_PROTOCOL_VERSION, type McpServerConfig } from "../../lib/mcp/types.ts";
@@ -19,13 +23,6 @@ export interface LoopTimes {
   totalMs: number;
   first100Ms: number;
   last100Ms: number;
-}
-
-/** What the in-process part answers. */
-export interface LoopResult {
-  rounds: number;
-  agent: LoopTimes;
-  minimal: LoopTimes;
 }
 
 const SERVER: McpServerConfig = {
@@ -140,15 +137,84 @@ async function minimalLoop(rounds: number, fetch: typeof globalThis.fetch): Prom
   }
 }
 
-/** The in-process part: a short warm-up of each, then the minimal loop and the agent back to back. */
-export async function loopInProcess(options: { rounds: number }): Promise<LoopResult> {
+/** One row of the group before the runtime is prefixed to its case. */
+export interface LoopCase {
+  case: string;
+  value: number;
+  baseline: number;
+  unit: string;
+}
+
+/** The figures of i11-loop's `bench/loop.ts` (`runLoopBench`) that become rows. */
+interface SharedLoopPhase {
+  agent: { totalMs: number; lastMs: number; firstMedianUs: number; lastMedianUs: number };
+  minimal: { totalMs: number; lastMs: number };
+}
+
+/**
+ * When `bench/loop.ts` (the loop's own bench, issue 11) is in the tree, its `runLoopBench`
+ * is the measurement: `serialised` phase (the model serialises each request, as a wire
+ * client does) for the whole prompt, `bare` phase for the last 100 rounds and the growth of
+ * the median round. Undefined when the file is absent.
+ */
+async function sharedLoopBench(rounds: number): Promise<LoopCase[] | undefined> {
+  const file = new URL("../loop.ts", import.meta.url);
+  if (!existsSync(file)) return undefined;
+  const mod = await import(file.href) as {
+    runLoopBench?: (rounds: number) => Promise<{ serialised: SharedLoopPhase; bare: SharedLoopPhase }>;
+  };
+  if (mod.runLoopBench === undefined) return undefined;
+  const { serialised, bare } = await mod.runLoopBench(rounds);
+  return [
+    {
+      case: `${rounds}-round prompt vs minimal loop (requests serialised)`,
+      value: serialised.agent.totalMs,
+      baseline: serialised.minimal.totalMs,
+      unit: "ms",
+    },
+    {
+      case: "last tenth of the rounds vs minimal loop's",
+      value: bare.agent.lastMs,
+      baseline: bare.minimal.lastMs,
+      unit: "ms",
+    },
+    {
+      case: "agent's median round, last tenth vs first tenth",
+      value: bare.agent.lastMedianUs,
+      baseline: bare.agent.firstMedianUs,
+      unit: "µs",
+    },
+  ];
+}
+
+/**
+ * The in-process part: `bench/loop.ts`'s measurement when present, else this file's own (a
+ * short warm-up of each, then the minimal loop and the agent back to back).
+ */
+export async function loopInProcess(options: { rounds: number }): Promise<LoopCase[]> {
+  const shared = await sharedLoopBench(options.rounds);
+  if (shared !== undefined) return shared;
   const fetch = inProcessFetch();
   const warmup = Math.max(10, Math.round(options.rounds / 20));
   await minimalLoop(warmup, fetch);
   await agentLoop(warmup, fetch);
   const minimal = await minimalLoop(options.rounds, fetch);
   const agent = await agentLoop(options.rounds, fetch);
-  return { rounds: options.rounds, agent, minimal };
+  return [
+    {
+      case: `${options.rounds}-round prompt vs minimal loop`,
+      value: agent.totalMs,
+      baseline: minimal.totalMs,
+      unit: "ms",
+    },
+    { case: "last 100 rounds vs minimal loop's", value: agent.last100Ms, baseline: minimal.last100Ms, unit: "ms" },
+    {
+      case: "agent's last 100 rounds vs its first 100",
+      value: agent.last100Ms,
+      baseline: agent.first100Ms,
+      unit: "ms",
+    },
+  ];
 }
 
 /** The `loop` group. */
@@ -160,16 +226,9 @@ export const loopGroup: Group = {
     const rounds = quick ? 200 : 1000;
     for (const which of runtimes) {
       log(`loop: ${which}`);
-      const r = await inRuntime<LoopResult>(which, "loop", { rounds });
-      rows.push(
-        row("loop", `${which}: ${rounds}-round prompt vs minimal loop`, r.agent.totalMs, r.minimal.totalMs, "ms"),
-      );
-      rows.push(
-        row("loop", `${which}: last 100 rounds vs minimal loop's`, r.agent.last100Ms, r.minimal.last100Ms, "ms"),
-      );
-      rows.push(
-        row("loop", `${which}: agent's last 100 rounds vs its first 100`, r.agent.last100Ms, r.agent.first100Ms, "ms"),
-      );
+      for (const c of await inRuntime<LoopCase[]>(which, "loop", { rounds })) {
+        rows.push(row("loop", `${which}: ${c.case}`, c.value, c.baseline, c.unit));
+      }
     }
     return rows;
   },
