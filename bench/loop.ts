@@ -18,24 +18,32 @@ import { createRegistry } from "../lib/mcp/registry.ts";
 import type { CallToolResult, McpConnection, McpTool, ToolRegistry } from "../lib/mcp/types.ts";
 import type { HistoryItem, LlmRequest, LlmResponse, Model, ToolDef } from "../lib/types.ts";
 
-/** One phase of {@link runLoopBench}: both loops over the same rounds, in milliseconds. */
+/** One loop's figures in one phase. */
+export interface LoopFigures {
+  /** The whole prompt, in ms. */
+  totalMs: number;
+  /** The first 100 rounds (the first tenth when there are fewer than 1000), in ms. */
+  firstMs: number;
+  /** The last 100 rounds (the last tenth), in ms. */
+  lastMs: number;
+  /** The median round of the first 100, in µs: unlike the sums, untouched by a GC pause or a busy machine. */
+  firstMedianUs: number;
+  /** The median round of the last 100, in µs. */
+  lastMedianUs: number;
+}
+
+/** One phase of {@link runLoopBench}: both loops over the same rounds. */
 export interface LoopPhase {
-  /** The whole prompt through `AgentSession`. */
-  agentMs: number;
+  /** The prompt through `AgentSession`. */
+  agent: LoopFigures;
   /** The same model and tool calls through the minimal loop. */
-  minimalMs: number;
-  /** `agentMs / minimalMs`. */
+  minimal: LoopFigures;
+  /** `agent.totalMs / minimal.totalMs`. */
   ratio: number;
-  /** The agent's first 100 rounds (the first tenth when there are fewer than 1000). */
-  agentFirstMs: number;
-  /** The agent's last 100 rounds (the last tenth). */
-  agentLastMs: number;
-  /** `agentLastMs / agentFirstMs`: about 1 when a round's cost does not grow with the history. */
+  /** `agent.lastMs / agent.firstMs`: about 1 when a round's cost does not grow with the history. */
   agentGrowth: number;
-  /** The minimal loop's first 100 rounds. */
-  minimalFirstMs: number;
-  /** The minimal loop's last 100 rounds. */
-  minimalLastMs: number;
+  /** `agent.lastMedianUs / agent.firstMedianUs`. */
+  agentMedianGrowth: number;
 }
 
 /** What {@link runLoopBench} measured. */
@@ -174,24 +182,35 @@ async function minimalRun(rounds: number, serialise: boolean): Promise<{ totalMs
   return { totalMs, perRound };
 }
 
+function median(times: readonly number[]): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+function figures(run: { totalMs: number; perRound: number[] }, slice: number): LoopFigures {
+  const n = run.perRound.length;
+  return {
+    totalMs: run.totalMs,
+    firstMs: sum(run.perRound, 0, slice),
+    lastMs: sum(run.perRound, n - slice, n),
+    firstMedianUs: median(run.perRound.slice(0, slice)) * 1000,
+    lastMedianUs: median(run.perRound.slice(n - slice)) * 1000,
+  };
+}
+
 async function phase(rounds: number, serialise: boolean): Promise<LoopPhase> {
   // Warm-up: let the JIT see both loops before timing them.
   await agentRun(Math.min(rounds, 200), serialise);
   await minimalRun(Math.min(rounds, 200), serialise);
-  const agent = await agentRun(rounds, serialise);
-  const minimal = await minimalRun(rounds, serialise);
   const slice = rounds >= 1000 ? 100 : Math.floor(rounds / 10);
-  const agentFirstMs = sum(agent.perRound, 0, slice);
-  const agentLastMs = sum(agent.perRound, rounds - slice, rounds);
+  const agent = figures(await agentRun(rounds, serialise), slice);
+  const minimal = figures(await minimalRun(rounds, serialise), slice);
   return {
-    agentMs: agent.totalMs,
-    minimalMs: minimal.totalMs,
+    agent,
+    minimal,
     ratio: agent.totalMs / minimal.totalMs,
-    agentFirstMs,
-    agentLastMs,
-    agentGrowth: agentLastMs / agentFirstMs,
-    minimalFirstMs: sum(minimal.perRound, 0, slice),
-    minimalLastMs: sum(minimal.perRound, rounds - slice, rounds),
+    agentGrowth: agent.lastMs / agent.firstMs,
+    agentMedianGrowth: agent.lastMedianUs / agent.firstMedianUs,
   };
 }
 
@@ -209,5 +228,6 @@ export async function runLoopBench(rounds = 1000): Promise<LoopBenchResult> {
 if (import.meta.main ?? process.argv[1]?.endsWith("loop.ts")) {
   const rounds = Number(process.argv[2] ?? "1000");
   const result = await runLoopBench(rounds);
+  // One line per phase, figures rounded to 0.01.
   console.log(JSON.stringify(result, (_, v) => typeof v === "number" ? Math.round(v * 100) / 100 : v));
 }
