@@ -1,13 +1,20 @@
 /**
  * The agent loop's own cost per round (issue 11): one long prompt of N rounds through
  * `AgentSession`, against the same prompt driven by a minimal hand-written loop that makes the
- * same model and tool calls. Both use the same in-process model, which serialises each
- * request as a wire client would (the floor both loops pay), and the same real tool registry
- * (`createRegistry`) over an in-process MCP connection, so the difference is the agent's own
- * bookkeeping: compaction estimates, history invariants, events.
+ * same model and tool calls. Both use the same in-process model and the same real tool
+ * registry (`createRegistry`) over an in-process MCP connection, so the difference is the
+ * agent's own bookkeeping: compaction estimates, history invariants, events.
  *
- * Run alone: `node --import tsx bench/loop.ts [rounds]`, `bun bench/loop.ts [rounds]`,
- * `deno run -A bench/loop.ts [rounds]`. Prints one JSON line per run.
+ * Two phases: `serialised`, where the model turns each request into JSON as a wire client
+ * does (the floor both loops pay, growing with the history: compare the totals), and `bare`,
+ * where the model does nothing (the loops' own cost alone: compare a round's median cost at
+ * the start and at the end, which stays flat when nothing the loop does grows with the
+ * history). Each timed run follows a warm-up and a full garbage collection where the runtime
+ * offers one (Bun; Node with `--expose-gc`). The machine's load moves the sums a lot; the
+ * medians much less.
+ *
+ * Run alone: `node --expose-gc --import tsx bench/loop.ts [rounds]`, `bun bench/loop.ts
+ * [rounds]`, `deno run -A bench/loop.ts [rounds]`. Prints one JSON object.
  * @module
  */
 
@@ -182,6 +189,13 @@ async function minimalRun(rounds: number, serialise: boolean): Promise<{ totalMs
   return { totalMs, perRound };
 }
 
+/** A full collection before a timed run, where the runtime offers one (Bun; Node with --expose-gc). */
+function collectGarbage(): void {
+  const g = globalThis as { Bun?: { gc(force: boolean): void }; gc?: () => void };
+  if (g.Bun !== undefined) g.Bun.gc(true);
+  else g.gc?.();
+}
+
 function median(times: readonly number[]): number {
   const sorted = [...times].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
@@ -203,8 +217,10 @@ async function phase(rounds: number, serialise: boolean): Promise<LoopPhase> {
   await agentRun(Math.min(rounds, 200), serialise);
   await minimalRun(Math.min(rounds, 200), serialise);
   const slice = rounds >= 1000 ? 100 : Math.floor(rounds / 10);
-  const agent = figures(await agentRun(rounds, serialise), slice);
+  collectGarbage();
   const minimal = figures(await minimalRun(rounds, serialise), slice);
+  collectGarbage();
+  const agent = figures(await agentRun(rounds, serialise), slice);
   return {
     agent,
     minimal,
