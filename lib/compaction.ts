@@ -65,9 +65,9 @@ export function historyBytes(history: readonly HistoryItem[]): number {
  * definitions (1 byte counts as 1 token). The estimate of SPEC section 8.1 adds them to the
  * history's bytes (issue 9): with 30 tools they outweigh a fresh history many times over, and
  * leaving them out made small budgets compact again right after each compaction. The last
- * figures are kept: tools equal to the last ones (the same array, or the same definitions
- * with the same names, descriptions and schema objects, as the registry lists them each
- * round) are not serialised again.
+ * figures are kept: tools equal to the last ones (the same definitions, or copies with the
+ * same keys, names, descriptions and schema objects, as the registry lists them each round)
+ * are not serialised again.
  * @param system the system prompt sent with the request (`""` when none)
  * @param tools the LLM-visible tool definitions sent with it
  * @example requestOverheadBytes("", []) // 0
@@ -78,19 +78,19 @@ export function requestOverheadBytes(system: string, tools: readonly ToolDef[]):
 }
 
 let lastSystem = { text: "", bytes: 0 };
-/** The last tool list measured: the array, each definition's own keys and values in order, its bytes. */
-let lastTools: { tools: readonly ToolDef[]; entries: unknown[][]; bytes: number } | undefined;
+/** The last tool list measured: each definition's own keys and values, in order, and its bytes. */
+let lastTools: { entries: unknown[][]; bytes: number } | undefined;
 
-/** UTF-8 length of `JSON.stringify(tools)`, 0 for no tools. */
+/**
+ * UTF-8 length of `JSON.stringify(tools)`, 0 for no tools. Definitions are compared one by
+ * one, never the array alone, so an array changed in place is measured again; a schema object
+ * changed in place is not seen (the registry builds a new one for a new list).
+ */
 function toolsBytes(tools: readonly ToolDef[]): number {
   if (tools.length === 0) return 0;
-  const last = lastTools;
-  if (last !== undefined && (last.tools === tools || sameDefinitions(last.entries, tools))) {
-    last.tools = tools;
-    return last.bytes;
-  }
+  if (lastTools !== undefined && sameDefinitions(lastTools.entries, tools)) return lastTools.bytes;
   const bytes = byteLength(JSON.stringify(tools));
-  lastTools = { tools, entries: tools.map((t) => Object.entries(t).flat()), bytes };
+  lastTools = { entries: tools.map((t) => Object.entries(t).flat()), bytes };
   return bytes;
 }
 

@@ -77,9 +77,12 @@ describe("threshold and estimate (SPEC 8.1)", () => {
       { what: "one tool fewer", tools: [defs[0]!] },
       { what: "the first list again", tools: defs },
       { what: "no tools", tools: [] },
+      { what: "the first list, then changed in place", tools: defs },
     ];
     for (const system of ["", "Système 🤖"]) {
+      defs.splice(2);
       for (const { what, tools } of variants) {
+        if (what.endsWith("changed in place")) defs.push({ name: "fs__list", description: "Lists", inputSchema: {} });
         assert.equal(
           requestOverheadBytes(system, tools),
           expected(system, tools),
