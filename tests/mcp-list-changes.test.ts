@@ -247,15 +247,22 @@ describe("tools/list requests per round against the SDK 2.x server over HTTP (20
     });
   });
 
-  test("no ttlMs and no change notices: one tools/list in all, so a change the server never announces is not seen (as with a legacy server)", async () => {
+  test("no ttlMs and no change notices: one tools/list until a call is refused as unknown, then one more, which shows the change", async () => {
     const log = join(dir, "rounds-absent-quiet.log");
     await withHttp(["--no-ttl", "--quiet", "--log", log], async ({ url }) => {
       await withRegistry(http(url), async (registry) => {
         await callSearch(registry);
         await new Promise((r) => setTimeout(r, 300));
+        // The change was never announced: the list is kept as listed.
         assert.deepEqual(await rounds(registry, 5), ["s__search"]);
         assert.equal(count(methods(log), "tools/list"), 1, methods(log).join(", "));
         assert.equal(count(methods(log), "subscriptions/listen"), 0, methods(log).join(", "));
+        // The server refuses the tool it dropped (JSON-RPC -32602): the next round lists again.
+        const refused = await registry.callTool("s__search", {}, call);
+        assert.equal(refused.isError, true);
+        assert.match(textOf(refused), /JSON-RPC error -32602/);
+        await expectChanged(registry);
+        assert.equal(count(methods(log), "tools/list"), 2, methods(log).join(", "));
       });
     });
   });
