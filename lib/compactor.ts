@@ -6,6 +6,7 @@
  */
 
 import type { Config } from "./config.ts";
+import { historyIndex } from "./history-index.ts";
 import { isAbortError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
 import { hookMeta } from "./hook-points.ts";
@@ -86,7 +87,9 @@ export class Compactor {
     const { config } = this.#options;
     const threshold = tokenThreshold(config.maxContextTokens, config.maxOutputTokens);
     const overhead = requestOverheadBytes(config.systemPrompt, context.tools);
-    const currentBytes = overhead + historyBytes(history);
+    // The history's size is kept incrementally (lib/history-index.ts); the first round of a
+    // prompt compares every item, so edits made to the history between prompts are seen.
+    const currentBytes = overhead + historyIndex(history, { full: context.round === 1 }).bytes;
     const before = this.#baseline.estimateFromBytes(currentBytes);
     if (!shouldCompact(before, threshold)) return "none";
 

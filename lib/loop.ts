@@ -82,7 +82,11 @@ interface PromptState {
 export class AgentSession {
   /** The session id. */
   readonly id: string;
-  /** The conversation so far; valid for the next request after every prompt (SPEC section 6). */
+  /**
+   * The conversation so far; valid for the next request after every prompt (SPEC section 6).
+   * Change it between prompts only, by replacing, adding or removing items, never by editing
+   * an item in place: each item's size is measured once (`lib/history-index.ts`).
+   */
   readonly history: HistoryItem[] = [];
   /** `_Stop` objections used in this session (never reset; SPEC section 7.2). */
   stopRejections = 0;

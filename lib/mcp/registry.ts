@@ -272,6 +272,10 @@ class McpRegistry implements ToolRegistry {
       return toolOutcome(await conn.callTool(bare, args, request));
     } catch (error) {
       if (isAbortError(error)) throw error;
+      // The 2026-07-28 caching rules let a client list again early when a call's error says the
+      // tool or its parameters are unknown: its list may be out of date (SPEC 6.3).
+      const code = (error as { rpcCode?: unknown }).rpcCode;
+      if (code === -32601 || code === -32602) server.stale = true;
       return failure(await this.#failureText(server, conn, name, error, options.timeoutMs));
     }
   }

@@ -197,9 +197,10 @@ export interface McpConnection {
   /**
    * True when the last tool list has expired and must be listed again before it is used:
    * modern era only, once its `ttlMs` freshness hint has elapsed since it arrived (at once
-   * for `ttlMs` 0 or absent, the official SDK's default), or at once after a change notice.
-   * Legacy servers announce changes through `onToolsChanged` only; absent means false.
-   * SPEC section 10.
+   * for `ttlMs` 0, the official SDK's default), or at once after a change notice. A list
+   * without a hint stays fresh until a change notice (or the end of the subscription that
+   * carries them), as a legacy server's does. Legacy servers announce changes through
+   * `onToolsChanged` only; absent means false. SPEC sections 6.3 and 10.
    */
   readonly toolsStale?: boolean;
   /**
