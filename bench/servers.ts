@@ -12,6 +12,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
@@ -45,6 +46,21 @@ export interface ServerThroughput {
   serverRps: number;
   /** `serverRps / floorRps`. */
   ratio: number;
+  /**
+   * Requests per second of CPU time the target process used (Linux `/proc`; `undefined`
+   * elsewhere): unlike `floorRps`/`serverRps`, this barely moves when other processes share the
+   * cores, so its ratio is the steadier one on a busy machine.
+   */
+  floorCpuRps?: number;
+  serverCpuRps?: number;
+  /** `serverCpuRps / floorCpuRps`. */
+  cpuRatio?: number;
+}
+
+/** What one load run measured. */
+interface Load {
+  rps: number;
+  cpuRps: number | undefined;
 }
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -84,8 +100,24 @@ async function send(request: BenchRequest): Promise<Response> {
   return await fetch(request.url, { method: request.method, headers: request.headers, body: request.body });
 }
 
+/** CPU seconds (user + system) used so far by process `pid`, from Linux `/proc`; `undefined` elsewhere. */
+function cpuSeconds(pid: number | undefined): number | undefined {
+  try {
+    // Fields after the command name: state is field 3, utime 14 and stime 15, in ticks of 1/100 s.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Checks the target answers the request with a successful tool result, then loads it. */
-async function load(request: BenchRequest, durationSec: number, connections: number): Promise<number> {
+async function load(
+  request: BenchRequest,
+  pid: number | undefined,
+  durationSec: number,
+  connections: number,
+): Promise<Load> {
   const check = await send(request);
   const text = await check.text();
   if (check.status !== 200 || !text.includes('"result"') || text.includes('"isError":true')) {
@@ -93,11 +125,17 @@ async function load(request: BenchRequest, durationSec: number, connections: num
   }
   const options = { url: request.url, method: request.method, headers: request.headers, body: request.body };
   await autocannon({ ...options, connections, duration: 1 });
+  const cpuBefore = cpuSeconds(pid);
   const result = await autocannon({ ...options, connections, duration: durationSec });
+  const cpuAfter = cpuSeconds(pid);
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(`Cannot measure ${request.url}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
   }
-  return result.requests.average;
+  const cpu = cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore;
+  return {
+    rps: result.requests.average,
+    cpuRps: cpu === undefined || cpu <= 0 ? undefined : result.requests.total / cpu,
+  };
 }
 
 async function measureOne(
@@ -106,12 +144,12 @@ async function measureOne(
   era: Era,
   durationSec: number,
   connections: number,
-): Promise<number> {
+): Promise<Load> {
   const { url, child } = await start(runtime, kind, era);
   try {
     // A legacy client initializes first; the stateless servers give no session id to reuse.
     if (era === "legacy") await (await send(initializeRequest(url))).text();
-    return await load(benchRequest(era, url), durationSec, connections);
+    return await load(benchRequest(era, url), child.pid, durationSec, connections);
   } finally {
     await stop(child);
   }
@@ -128,9 +166,23 @@ export async function measureServers(options: MeasureServersOptions): Promise<Se
   const rows: ServerThroughput[] = [];
   for (const era of options.eras ?? ["modern", "legacy"]) {
     for (const [server, kind] of SERVERS) {
-      const floorRps = await measureOne(options.runtime, `${kind}-floor`, era, durationSec, connections);
-      const serverRps = await measureOne(options.runtime, kind, era, durationSec, connections);
-      rows.push({ server, era, floorRps, serverRps, ratio: serverRps / floorRps });
+      const floor = await measureOne(options.runtime, `${kind}-floor`, era, durationSec, connections);
+      const served = await measureOne(options.runtime, kind, era, durationSec, connections);
+      const row: ServerThroughput = {
+        server,
+        era,
+        floorRps: floor.rps,
+        serverRps: served.rps,
+        ratio: served.rps / floor.rps,
+      };
+      if (floor.cpuRps !== undefined && served.cpuRps !== undefined) {
+        Object.assign(row, {
+          floorCpuRps: floor.cpuRps,
+          serverCpuRps: served.cpuRps,
+          cpuRatio: served.cpuRps / floor.cpuRps,
+        });
+      }
+      rows.push(row);
     }
   }
   return rows;
@@ -155,7 +207,11 @@ if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith
         console.log(
           `${runtime.padEnd(5)} ${row.server.padEnd(14)} ${row.era.padEnd(7)} floor ${
             row.floorRps.toFixed(0).padStart(6)
-          } rps  server ${row.serverRps.toFixed(0).padStart(6)} rps  ratio ${row.ratio.toFixed(2)}`,
+          } rps  server ${row.serverRps.toFixed(0).padStart(6)} rps  ratio ${
+            row.ratio.toFixed(2)
+          }  per CPU-second: floor ${row.floorCpuRps?.toFixed(0).padStart(6) ?? "     ?"} server ${
+            row.serverCpuRps?.toFixed(0).padStart(6) ?? "     ?"
+          } ratio ${row.cpuRatio?.toFixed(2) ?? "?"}`,
         );
       }
     }
