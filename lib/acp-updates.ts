@@ -60,7 +60,10 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
       const effect = (HOOK_POINTS[event.hook as HookName] as HookPoint | undefined)?.effect;
       // _SessionEnd's text is only logged: the session is over.
       if (event.outcome === "objection" && effect === "log") {
-        return { updates: [], log: `${event.hook} hook ${JSON.stringify(event.server)} said: ${oneLine(event.text ?? "")}` };
+        return {
+          updates: [],
+          log: `${event.hook} hook ${JSON.stringify(event.server)} said: ${oneLine(event.text ?? "")}`,
+        };
       }
       if (event.outcome === "objection") {
         const line = oneLine(event.text ?? "");

@@ -13,7 +13,7 @@ import type { AgentEvent, HookOutcome } from "./events.ts";
 import type { CallToolResult, ToolRegistry } from "./mcp/types.ts";
 import { TRUNCATED_MARKER } from "./mcp/registry-tools.ts";
 import { formatSeconds } from "./time.ts";
-import { HOOK_POINTS, type HookMeta, type HookName } from "./hook-points.ts";
+import { HOOK_POINTS, type HookContext, type HookMeta, type HookName } from "./hook-points.ts";
 import { clampUtf8 } from "./utf8.ts";
 import type { HistoryItem } from "./types.ts";
 
@@ -30,7 +30,7 @@ export type { HookContext, HookMeta, HookName } from "./hook-points.ts";
  * @example
  * const handler: HookHandler = (ctx: HookCall) => (ctx.rejectionsLeft > 0 ? `Check ${ctx.cwd} first` : "");
  */
-export type HookCall = { event: string } & HookMeta;
+export type HookCall = { event: string } & Omit<HookMeta, keyof HookContext> & HookContext;
 
 /**
  * An in-process hook (SPEC section 4.7): returns the hook's text, like an MCP hook's text
@@ -154,7 +154,7 @@ export class HookRunner {
     options: { onEvent?: (event: AgentEvent) => void } = {},
   ): Promise<HookResult[]> {
     const emit = options.onEvent ?? this.#onEvent;
-    const hookMeta: HookCall = { event: HOOK_POINTS[hook].event, ...meta };
+    const hookMeta: { event: string } & HookMeta = { event: HOOK_POINTS[hook].event, ...meta };
     const results = await Promise.all(this.targets(hook).map((server) => this.#callOne(server, hook, hookMeta)));
     for (const result of results) {
       const event: Extract<AgentEvent, { type: "hook" }> = {
@@ -193,7 +193,7 @@ export class HookRunner {
     return { results, injected, items: injectionItems(hook, injected, this.#registry, history) };
   }
 
-  async #callOne(server: string, hook: HookName, hookMeta: HookCall): Promise<HookResult> {
+  async #callOne(server: string, hook: HookName, hookMeta: { event: string } & HookMeta): Promise<HookResult> {
     const start = this.#now();
     const done = (fields: Omit<HookResult, "server" | "durationMs">): HookResult => ({
       server,
@@ -204,7 +204,13 @@ export class HookRunner {
     try {
       const handler = this.#inProcess[server]?.[hook];
       result = handler !== undefined
-        ? await this.#callFunction(server, hook, handler, hookMeta)
+        ? await this.#callFunction(server, hook, handler, {
+          cwd: "",
+          lastAssistantText: "",
+          afterObjection: false,
+          prompt: 0,
+          ...structuredClone(hookMeta),
+        })
         : await this.#registry.callHook(server, hook, {
           timeoutMs: this.#timeoutMs,
           meta: { "sprout-agent/hook": hookMeta },
@@ -237,10 +243,13 @@ export class HookRunner {
       }, this.#timeoutMs);
     });
     try {
-      const value = await Promise.race([Promise.resolve().then(() => handler(structuredClone(meta), controller.signal)), timeout]);
+      const value = await Promise.race([Promise.resolve().then(() => handler(meta, controller.signal)), timeout]);
       if (value === undefined) return { content: [] };
       if (typeof value !== "string") {
-        return { content: [{ type: "text", text: `the function returned ${typeof value}, not a string` }], isError: true };
+        return {
+          content: [{ type: "text", text: `the function returned ${typeof value}, not a string` }],
+          isError: true,
+        };
       }
       return { content: [{ type: "text", text: value }] };
     } finally {
