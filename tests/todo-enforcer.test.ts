@@ -253,7 +253,7 @@ describe("todo-enforcer app in-process", () => {
       fetch: appFetch(app, { authorization: "Bearer s3cret" }),
     });
     try {
-      assert.equal((await client.listTools()).tools.length, 3);
+      assert.equal((await client.listTools()).tools.length, 5);
     } finally {
       await client.close();
     }
