@@ -13,7 +13,7 @@ import { MAX_HOOK_CONTEXT_TEXT_BYTES } from "../lib/hook-points.ts";
 import { AgentSession } from "../lib/loop.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { HistoryItem, LlmResponse, Model } from "../lib/types.ts";
-import { fakeConnect, FakeServer, stdioConfig, text } from "./helpers/fake-connection.ts";
+import { fakeConnect, FakeServer, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";
 
 /** A model that answers `turns` in order and records the history of every request. */
 function recordingModel(turns: Array<Partial<LlmResponse>>): Model & { seen: HistoryItem[][] } {
@@ -253,6 +253,26 @@ describe("_SessionStart, _UserPromptSubmit, _SessionEnd (SPEC 7.5)", () => {
         1,
         "bye",
       ]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("two _UserPromptSubmit timeouts in a row kill the server, as for any hook (SPEC 4.4)", async () => {
+    const srv = new FakeServer("slow", ["_UserPromptSubmit"], {
+      _UserPromptSubmit: (_args, ctx) => sleep(10_000, ctx.signal).then(() => text("late")),
+    });
+    const model = recordingModel([{ text: "a" }, { text: "b" }, { text: "c" }]);
+    const t = await session([srv], model, { SPROUT_AGENT_HOOK_TIMEOUT_MS: "100" });
+    try {
+      const first = await run(t.session, "one");
+      const second = await run(t.session, "two");
+      await run(t.session, "three");
+      const outcomes = [...first, ...second].flatMap((e) => e.type === "hook" ? [e.outcome] : []);
+      assert.deepEqual(outcomes, ["timeout", "timeout"]);
+      assert.ok(second.some((e) => e.type === "warning" && /\(2\/2\); server killed$/.test(e.message)));
+      assert.equal(srv.calls.filter((c) => c.tool === "_UserPromptSubmit").length, 2, "a killed server is not called");
+      assert.equal(srv.live, undefined);
     } finally {
       await t.close();
     }
