@@ -14,6 +14,7 @@ import process from "node:process";
 import { type Agent, createAgent } from "./agent.ts";
 import { agentOptionsFromEnv, optionKeys } from "./agent-env.ts";
 import type { AgentOptions } from "./agent-options.ts";
+import { serverStderrShown } from "./config.ts";
 import { AgentError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
 import { readLines } from "./lines.ts";
@@ -86,9 +87,12 @@ export async function serveAcp(options: AcpOptions): Promise<number> {
   const stderr = trackedOutput(options.stderr ?? process.stderr);
   const readFile = options.readFile ?? ((path: string) => readFileSync(path, "utf8"));
   let agentOptions: ReturnType<typeof agentOptionsFromEnv>;
+  let showStderr: boolean;
   try {
     // Surfaces a bad value, a missing key or a bad script now, before stdin is read.
     agentOptions = agentOptionsFromEnv(options.env, { readFile });
+    // Servers' stderr lines only when asked: ACP hosts show our stderr as a log, if at all.
+    showStderr = serverStderrShown(options.env, false);
   } catch (error) {
     stderr.write(`sprout-agent: ${redact((error as Error).message)}\n`);
     await stderr.flush(FLUSH_TIMEOUT_MS);
@@ -96,7 +100,7 @@ export async function serveAcp(options: AcpOptions): Promise<number> {
   }
   const restoreConsole = redirectConsole((line) => stderr.write(line));
   try {
-    return await new AcpServer(options, agentOptions, stderr).serve();
+    return await new AcpServer(options, agentOptions, stderr, showStderr).serve();
   } finally {
     restoreConsole();
     await stderr.flush(FLUSH_TIMEOUT_MS);
@@ -129,8 +133,16 @@ class AcpServer {
   /** API keys and every header value and credential variable clients gave: never sent or logged. */
   readonly #secrets = new Set<string>();
   #closing = false;
+  /** `SPROUT_AGENT_SERVER_STDERR=show`: stdio servers' stderr lines go to the log. */
+  readonly #showStderr: boolean;
 
-  constructor(options: AcpOptions, agentOptions: AgentOptions & { maxLineBytes: number }, stderr: TrackedOutput) {
+  constructor(
+    options: AcpOptions,
+    agentOptions: AgentOptions & { maxLineBytes: number },
+    stderr: TrackedOutput,
+    showStderr = false,
+  ) {
+    this.#showStderr = showStderr;
     this.#options = options;
     // A write that fails (EPIPE once the client has gone) closes it: later messages are dropped.
     this.#stdout = trackedOutput(options.stdout, {
@@ -361,6 +373,9 @@ class AcpServer {
       fetch: this.#options.fetch,
       onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
       onEvent: (event) => (replied ? this.#onEvent(sessionId, event) : early.push(event)),
+      ...(this.#showStderr
+        ? { onServerStderr: (server, line) => this.#log(`[${sessionId}] [${server}] ${line}`) }
+        : {}),
     });
     const failures = agent.failures;
     const display = (name: string) => servers.find((s) => s.name === name)?.displayName ?? name;

@@ -136,6 +136,11 @@ export interface AgentOptions extends AgentLimits {
   /** Non-fatal problems while servers start and run (a server died, a tool was skipped). */
   onWarning?: ((message: string) => void) | undefined;
   /**
+   * Each line a stdio MCP server writes to stderr, as it arrives, with the server's name;
+   * default none (the last 64 KiB are kept either way, for the message when a server dies).
+   */
+  onServerStderr?: ((server: string, line: string) => void) | undefined;
+  /**
    * Shares each server's detected protocol era between agents of one process, so it is detected
    * once (SPEC section 10); default a cache of this agent alone.
    */

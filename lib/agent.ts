@@ -10,6 +10,7 @@ import process from "node:process";
 import { abortError, AgentError } from "./errors.ts";
 import { agentConfig, type AgentOptions, inProcessHooks, isModel, modelFrom, serverList } from "./agent-options.ts";
 import type { AgentEvent } from "./events.ts";
+import { hookSetupWarnings } from "./hook-check.ts";
 import { AgentSession, type PromptRun } from "./loop.ts";
 import { createRegistry, type RegistryFailure } from "./mcp/registry.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
@@ -93,8 +94,16 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     ...(options.env === undefined ? {} : { env: options.env }),
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+    ...(options.onServerStderr === undefined ? {} : { onServerStderr: options.onServerStderr }),
   });
   const { registry, failures } = await abortable(starting, options.signal);
+  // A misspelt name in MCP_HOOK_SERVERS, or hooks nobody enabled, would otherwise go unseen.
+  const listed = registry.hookTools();
+  for (
+    const warning of hookSetupWarnings({ configured: servers.map((s) => s.name), allow: config.hookServers, listed })
+  ) {
+    options.onWarning?.(warning);
+  }
   const session = new AgentSession({
     config,
     model,

@@ -175,6 +175,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
   { name: "MCP_HOOK_SERVERS", default: "(unset: hooks off)", meaning: "* or comma-separated server names" },
   { name: "SPROUT_AGENT_MAX_LINE_BYTES", default: "4194304", meaning: "largest JSON-RPC line accepted" },
   {
+    name: "SPROUT_AGENT_SERVER_STDERR",
+    default: "show for run and hooks, hide with --json and for acp",
+    meaning: "stdio servers' stderr lines on stderr as [name] line: show or hide",
+  },
+  {
     name: "SPROUT_AGENT_THINKING_BUDGET_TOKENS",
     default: "0",
     meaning: "Anthropic extended thinking budget, 0 = off, else 1024 to max output tokens - 1",
@@ -195,6 +200,21 @@ export function parseHookServers(raw: string | undefined): HookServers {
 /** True when `server`'s hooks run under `allow`. */
 export function hooksEnabledFor(allow: HookServers, server: string): boolean {
   return allow.kind === "all" || (allow.kind === "only" && allow.names.includes(server));
+}
+
+/**
+ * `SPROUT_AGENT_SERVER_STDERR` (SPEC section 9): whether the lines stdio servers write to
+ * stderr are shown on the agent's stderr, prefixed `[name] `. `show` or `hide` (trimmed, any
+ * case); unset means `fallback` (the CLI: shown for `run` and `hooks`, hidden with `--json` and for `acp`).
+ * @throws {AgentError} `config` naming the variable for any other value, empty included
+ * @example serverStderrShown({ SPROUT_AGENT_SERVER_STDERR: "hide" }, true) // false
+ */
+export function serverStderrShown(env: Env, fallback: boolean): boolean {
+  const raw = env["SPROUT_AGENT_SERVER_STDERR"];
+  if (raw === undefined) return fallback;
+  const value = raw.trim().toLowerCase();
+  if (value === "show" || value === "hide") return value === "show";
+  throw new AgentError("config", `Invalid SPROUT_AGENT_SERVER_STDERR: ${JSON.stringify(raw)} must be show or hide`);
 }
 
 export type { Env } from "./env.ts";
