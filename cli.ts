@@ -223,7 +223,14 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
         }
         case "hook":
           // _PostCompact output is not an objection: the compaction line names those servers.
-          if (e.outcome === "objection" && e.hook === "_Stop") {
+          if (e.outcome === "objection" && (e.hook === "_SessionStart" || e.hook === "_UserPromptSubmit")) {
+            line(out.cyan(`⟲ ${e.hook} context from ${e.server}: ${firstLine(e.text ?? "")}`));
+          } else if (e.outcome === "objection" && e.hook === "_SessionEnd") {
+            // Only logged: for people, a line on stderr beside the warnings.
+            if (midLine) stdout.write("\n");
+            midLine = false;
+            stderr.write(err.dim(`${e.hook} from ${e.server}: ${firstLine(e.text ?? "")}\n`));
+          } else if (e.outcome === "objection" && e.hook === "_Stop") {
             // The first line, then up to 8 more lines of the objection, indented.
             const [first = "", ...more] = (e.text ?? "").trim().split("\n").filter((l) => l.trim() !== "");
             line(out.yellow(`⟲ ${e.hook} objection from ${e.server}: ${first}`));
@@ -298,6 +305,12 @@ async function run(args: string[]): Promise<number> {
     if (json) emitJson({ type: "warning", message });
     else human!.event({ type: "warning", message });
   };
+  const onEvent = (event: AgentEvent) => {
+    // Thinking is not answer text and not one of the --json event types (SPEC section 11).
+    if (json) {
+      if (event.type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
+    } else human!.event(event);
+  };
 
   const controller = new AbortController();
   let signalled: "SIGINT" | "SIGTERM" | undefined;
@@ -327,6 +340,8 @@ async function run(args: string[]): Promise<number> {
       cwd: process.cwd(),
       env: process.env,
       onWarning: warn,
+      // _SessionStart's and _SessionEnd's events, outside the prompt.
+      onEvent,
       ...serverStderr,
       signal: controller.signal,
     });
@@ -341,21 +356,19 @@ async function run(args: string[]): Promise<number> {
   try {
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
     const runHandle = agent.prompt(prompt, { signal: controller.signal });
-    for await (const event of runHandle) {
-      // Thinking is not answer text and not one of the --json event types (SPEC section 11).
-      if (json) {
-        if (event.type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
-      } else human!.event(event);
-    }
+    for await (const event of runHandle) onEvent(event);
     let result: PromptResult;
     try {
       result = await runHandle.result;
     } catch (error) {
+      await agent.close(); // _SessionEnd's events come before the last line
       const message = redact(error instanceof Error ? error.message : String(error), secrets);
       if (json) emitJson({ type: "error", message });
       else stderr.write(`error: ${message}\n`);
       return 1;
     }
+    // The session ends here (_SessionEnd, SPEC 7.5), so that its events come before the result.
+    await agent.close();
     if (json) {
       emitJson({
         type: "result",

@@ -9,7 +9,7 @@ import type { Config } from "./config.ts";
 import { historyIndex } from "./history-index.ts";
 import { isAbortError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
-import { hookMeta } from "./hook-points.ts";
+import { type HookContext, hookMeta } from "./hook-points.ts";
 import type { HookRunner } from "./hooks.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
 import type { HistoryItem, Model, ToolDef, Usage } from "./types.ts";
@@ -78,6 +78,8 @@ export class Compactor {
       emit: (event: AgentEvent) => void;
       round: number;
       rejectionsUsed: number;
+      /** The session fields of the `_PostCompact` call's `_meta` (SPEC section 2.3). */
+      hookContext?: HookContext;
       originalTask: string | undefined;
       usage: Usage;
       /** The LLM-visible tools the next request sends. */
@@ -186,7 +188,7 @@ export class Compactor {
     // The _PostCompact hook point (lib/hook-points.ts): its output joins the fresh context.
     const { injected, items: postCompact } = await hooks.fire(
       "_PostCompact",
-      hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections),
+      hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections, context.hookContext),
     );
     const freshBytes = size(summary, postCompact);
     if (freshBytes >= context.currentBytes) return larger(freshBytes, "Context summary with the _PostCompact output");

@@ -101,6 +101,13 @@ export interface Config {
    * default 3, `0` = `_Stop` is never called (SPEC section 7.2).
    */
   stopMaxRejections: number;
+  /**
+   * `SPROUT_AGENT_STOP_DECLINED_TWICE` (`on` | `off`): when on (the default), an end of turn
+   * right after a `_Stop` objection, without a tool call between, is accepted without calling
+   * `_Stop` (the model heard and declined); when off, `_Stop` is called again and only the
+   * budget ends the loop (SPEC section 7.1).
+   */
+  stopDeclinedTwice: boolean;
   /** `MCP_HOOK_SERVERS`, parsed by {@link parseHookServers}; default `{kind: "none"}`, hooks off (SPEC section 3). */
   hookServers: HookServers;
   /**
@@ -159,6 +166,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
     name: "SPROUT_AGENT_STOP_MAX_REJECTIONS",
     default: "3",
     meaning: "_Stop objections per session, 0 = never call _Stop",
+  },
+  {
+    name: "SPROUT_AGENT_STOP_DECLINED_TWICE",
+    default: "on",
+    meaning: "on: an end of turn right after a _Stop objection is final; off: only the budget ends the loop",
   },
   { name: "MCP_HOOK_SERVERS", default: "(unset: hooks off)", meaning: "* or comma-separated server names" },
   { name: "SPROUT_AGENT_MAX_LINE_BYTES", default: "4194304", meaning: "largest JSON-RPC line accepted" },
@@ -220,6 +232,16 @@ function integer(env: Env, name: string, fallback: number, min: number, max = Nu
   }
   if (value > max) throw new AgentError("config", `Invalid ${name}: ${JSON.stringify(raw)} must be at most ${max}`);
   return value;
+}
+
+/** An `on` | `off` switch (trimmed, any case). */
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined) return fallback;
+  const value = raw.trim().toLowerCase();
+  if (value === "on") return true;
+  if (value === "off") return false;
+  throw new AgentError("config", `Invalid ${name}: ${JSON.stringify(raw)} is not one of on, off`);
 }
 
 function text(env: Env, name: string): string | undefined {
@@ -358,6 +380,7 @@ export function loadConfig(env: Env, readFile: (path: string) => string): Config
     maxHandoffs: integer(env, "SPROUT_AGENT_MAX_HANDOFFS", 5, 0),
     hookTimeoutMs: integer(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 2500, 1, MAX_TIMER_MS),
     stopMaxRejections: integer(env, "SPROUT_AGENT_STOP_MAX_REJECTIONS", 3, 0),
+    stopDeclinedTwice: onOff(env, "SPROUT_AGENT_STOP_DECLINED_TWICE", true),
     hookServers: parseHookServers(env["MCP_HOOK_SERVERS"]),
     maxLineBytes: integer(env, "SPROUT_AGENT_MAX_LINE_BYTES", 4194304, 1024),
     thinkingBudgetTokens,

@@ -61,7 +61,7 @@ describe("start-up warnings about MCP_HOOK_SERVERS", () => {
     assert.deepEqual(agent.failures, []);
     assert.deepEqual(warnings, [
       'MCP_HOOK_SERVERS names server "todoo", which is not configured (configured: "todo")',
-      'Hooks not enabled: server "todo" (_Stop, _PostCompact); MCP_HOOK_SERVERS (now "todoo") must name it for the hooks to run',
+      'Hooks not enabled: server "todo" (_Stop, _PostCompact, _SessionStart, _SessionEnd); MCP_HOOK_SERVERS (now "todoo") must name it for the hooks to run',
     ]);
   });
 });

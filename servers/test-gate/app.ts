@@ -26,7 +26,8 @@ import {
 } from "@modelcontextprotocol/server";
 import { Hono, type MiddlewareHandler } from "hono";
 import * as z from "zod";
-import { runSummary, type TestGate } from "./gate.ts";
+import { runSummary, TestGate } from "./gate.ts";
+import type { Gates } from "./gates.ts";
 
 /** Name and version announced to MCP clients. */
 export const SERVER_INFO = { name: "test-gate", version: "0.1.0" } as const;
@@ -36,11 +37,13 @@ function text(value: string) {
 }
 
 /**
- * Builds one MCP server exposing `run_tests`, `_Stop` and `_PostCompact` over `gate`.
- * Over HTTP one instance serves one request at a time (see {@link reuseIdleServers}), so all
- * state lives in `gate`, never in the server object.
+ * Builds one MCP server exposing `run_tests`, `_Stop` and `_PostCompact` over `gate` (or, with
+ * {@link Gates}, the gate of the folder each request belongs to). Over HTTP one instance serves
+ * one request at a time (see {@link reuseIdleServers}), so all state lives in the gates, never
+ * in the server object.
  */
-export function createMcpServer(gate: TestGate): McpServer {
+export function createMcpServer(gate: TestGate | Gates): McpServer {
+  const pick = (meta: Record<string, unknown> | undefined) => gate instanceof TestGate ? gate : gate.for(meta);
   // The tool list never changes, so declare `listChanged: false` (the SDK would default it to
   // true): a server declares only what it does. Nothing else (logging, resources, prompts).
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false } } });
@@ -53,7 +56,7 @@ export function createMcpServer(gate: TestGate): McpServer {
         "while the suite fails on the current files, so run this after changing code.",
       inputSchema: z.object({}),
     },
-    async () => text(runSummary(await gate.runTests())),
+    async (_args, ctx) => text(runSummary(await pick(ctx.mcpReq._meta).runTests())),
   );
 
   // Hooks take no arguments. Returning "" means "no objection": the agent treats blank hook
@@ -61,7 +64,7 @@ export function createMcpServer(gate: TestGate): McpServer {
   server.registerTool(
     "_Stop",
     { description: "Agent hook: objects to ending the turn while the test suite fails.", inputSchema: z.object({}) },
-    async () => text(await gate.stop()),
+    async (_args, ctx) => text(await pick(ctx.mcpReq._meta).stop()),
   );
   server.registerTool(
     "_PostCompact",
@@ -69,15 +72,15 @@ export function createMcpServer(gate: TestGate): McpServer {
       description: "Agent hook: returns the last known test state after a context handoff.",
       inputSchema: z.object({}),
     },
-    () => text(gate.postCompact()),
+    (_args, ctx) => text(pick(ctx.mcpReq._meta).postCompact()),
   );
   return server;
 }
 
 /** Options of {@link createApp}. */
 export interface AppOptions {
-  /** The gate of the project folder (it owns the test command, folder and timeout). */
-  gate: TestGate;
+  /** The gate of the project folder (it owns the test command, folder and timeout), or {@link Gates}. */
+  gate: TestGate | Gates;
   /**
    * When set, `/mcp` requires `Authorization: Bearer <token>` (401 otherwise).
    * `/health` stays open: it reveals nothing.

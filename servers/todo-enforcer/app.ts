@@ -1,6 +1,6 @@
 /**
- * The todo-enforcer MCP server: a `todo` tool for the LLM, and the `_Stop` and `_PostCompact`
- * hooks that the agent calls (never the LLM: the agent hides `_`-named tools from it).
+ * The todo-enforcer MCP server: a `todo` tool for the LLM, and the `_Stop`, `_PostCompact`,
+ * `_SessionStart` and `_SessionEnd` hooks that the agent calls (never the LLM: the agent hides `_`-named tools from it).
  *
  * `createMcpServer()` builds the MCP server (shared by HTTP and stdio); `createApp()` serves it
  * over Streamable HTTP on a Hono app. Nothing here does I/O at import time.
@@ -28,6 +28,8 @@ import {
   postCompactText,
   removalWarning,
   renderTodos,
+  sessionEndText,
+  sessionStartText,
   stopText,
   TodoStore,
   validateTodos,
@@ -78,7 +80,7 @@ function text(value: string, isError = false) {
 }
 
 /**
- * Builds one MCP server exposing `todo`, `_Stop` and `_PostCompact` over `store`.
+ * Builds one MCP server exposing `todo` and its four hooks over `store`.
  * Over HTTP one instance serves one request at a time (see {@link reuseIdleServers}), so all
  * state lives in `store`, never in the server object.
  * @param session Maps a request's `_meta` to its state key; stdio passes `() => "stdio"`.
@@ -116,6 +118,18 @@ export function createMcpServer(
       inputSchema: z.object({}),
     },
     (_args, ctx) => text(postCompactText(store.get(session(ctx.mcpReq._meta)))),
+  );
+  // _SessionStart restores a list this server still holds for the session id; _SessionEnd
+  // reports what was left open (the agent only logs it).
+  server.registerTool(
+    "_SessionStart",
+    { description: "Agent hook: returns the session's open todo list, if any.", inputSchema: z.object({}) },
+    (_args, ctx) => text(sessionStartText(store.get(session(ctx.mcpReq._meta)))),
+  );
+  server.registerTool(
+    "_SessionEnd",
+    { description: "Agent hook: reports the todo items left open.", inputSchema: z.object({}) },
+    (_args, ctx) => text(sessionEndText(store.get(session(ctx.mcpReq._meta)))),
   );
   return server;
 }
