@@ -3,6 +3,7 @@
  * The command line (SPEC section 11):
  *
  *     cli.ts run [--mcp-config FILE] [--json] [PROMPT…]
+ *     cli.ts hooks [--mcp-config FILE] [--json]
  *     cli.ts acp
  *     cli.ts --help | --version
  *
@@ -15,11 +16,14 @@ import { resolve } from "node:path";
 import process from "node:process";
 import { type Agent, createAgent } from "./lib/agent.ts";
 import { agentOptionsFromEnv, optionKeys } from "./lib/agent-env.ts";
-import { CONFIG_VARIABLES } from "./lib/config.ts";
+import { CONFIG_VARIABLES, loadConfig, serverStderrShown } from "./lib/config.ts";
 import { AgentError, isAbortError } from "./lib/errors.ts";
-import type { AgentEvent, PromptResult } from "./lib/events.ts";
+import type { AgentEvent, HookOutcome, PromptResult } from "./lib/events.ts";
+import { checkHooks, hookSetupWarnings, isHookPoint, type ServerCheck } from "./lib/hook-check.ts";
+import { HOOK_POINTS } from "./lib/hook-points.ts";
 import { parseMcpConfig } from "./lib/mcp/config.ts";
 import { configSecrets, redact, redactEvent } from "./lib/redact.ts";
+import { createRegistry } from "./lib/mcp/registry.ts";
 import { killAllServers } from "./lib/mcp/stdio.ts";
 import type { McpServerConfig } from "./lib/mcp/types.ts";
 import { FLUSH_TIMEOUT_MS, trackedOutput } from "./lib/output.ts";
@@ -30,12 +34,14 @@ const USAGE = `sprout-agent ${VERSION}: an LLM agent whose lifecycle MCP servers
 
 Usage:
   cli.ts run [--mcp-config FILE] [--json] [PROMPT…]   run one prompt (PROMPT from stdin when absent or "-")
+  cli.ts hooks [--mcp-config FILE] [--json]           list the servers' hooks and call each enabled one once,
+                                                      as a dry run (exit 1 when one breaks the contract)
   cli.ts acp                                          serve the Agent Client Protocol on stdin/stdout
   cli.ts --help | --version
 
 Options:
   --mcp-config FILE   MCP servers in the .mcp.json shape (default: ./.mcp.json when it exists)
-  --json              one JSON event per line on stdout; the last line is the result
+  --json              one JSON event per line on stdout; the last line is the result (hooks: one report line)
 
 Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 130/143 after SIGINT/SIGTERM,
 141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
@@ -217,7 +223,14 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
         }
         case "hook":
           // _PostCompact output is not an objection: the compaction line names those servers.
-          if (e.outcome === "objection" && e.hook === "_Stop") {
+          if (e.outcome === "objection" && (e.hook === "_SessionStart" || e.hook === "_UserPromptSubmit")) {
+            line(out.cyan(`⟲ ${e.hook} context from ${e.server}: ${firstLine(e.text ?? "")}`));
+          } else if (e.outcome === "objection" && e.hook === "_SessionEnd") {
+            // Only logged: for people, a line on stderr beside the warnings.
+            if (midLine) stdout.write("\n");
+            midLine = false;
+            stderr.write(err.dim(`${e.hook} from ${e.server}: ${firstLine(e.text ?? "")}\n`));
+          } else if (e.outcome === "objection" && e.hook === "_Stop") {
             // The first line, then up to 8 more lines of the objection, indented.
             const [first = "", ...more] = (e.text ?? "").trim().split("\n").filter((l) => l.trim() !== "");
             line(out.yellow(`⟲ ${e.hook} objection from ${e.server}: ${first}`));
@@ -252,6 +265,16 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
   };
 }
 
+/**
+ * `SPROUT_AGENT_SERVER_STDERR`: stdio servers' stderr lines on our stderr as `[name] line`,
+ * shown by default except with `--json`; never on stdout.
+ */
+function serverStderrOption(json: boolean): { onServerStderr?: (server: string, line: string) => void } {
+  if (!serverStderrShown(process.env, !json)) return {};
+  const err = painter(process.stderr);
+  return { onServerStderr: (server, line) => stderr.write(`${err.dim(`[${server}]`)} ${redact(line, secrets)}\n`) };
+}
+
 /** `cli.ts run`: one prompt through the agent. Returns the exit status. */
 async function run(args: string[]): Promise<number> {
   const parsed = parseRunArgs(args);
@@ -269,6 +292,7 @@ async function run(args: string[]): Promise<number> {
   if (prompt.trim() === "") throw new AgentError("usage", "Missing prompt: the prompt is empty");
 
   const json = parsed.json;
+  const serverStderr = serverStderrOption(json);
   const emitJson = (value: Record<string, unknown>) =>
     stdout.write(`${JSON.stringify(redactEvent(value as { type: string }, secrets))}\n`);
   const printer = json ? undefined : humanPrinter();
@@ -280,6 +304,12 @@ async function run(args: string[]): Promise<number> {
   const warn = (message: string) => {
     if (json) emitJson({ type: "warning", message });
     else human!.event({ type: "warning", message });
+  };
+  const onEvent = (event: AgentEvent) => {
+    // Thinking is not answer text and not one of the --json event types (SPEC section 11).
+    if (json) {
+      if (event.type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
+    } else human!.event(event);
   };
 
   const controller = new AbortController();
@@ -310,6 +340,9 @@ async function run(args: string[]): Promise<number> {
       cwd: process.cwd(),
       env: process.env,
       onWarning: warn,
+      // _SessionStart's and _SessionEnd's events, outside the prompt.
+      onEvent,
+      ...serverStderr,
       signal: controller.signal,
     });
   } catch (error) {
@@ -323,21 +356,19 @@ async function run(args: string[]): Promise<number> {
   try {
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
     const runHandle = agent.prompt(prompt, { signal: controller.signal });
-    for await (const event of runHandle) {
-      // Thinking is not answer text and not one of the --json event types (SPEC section 11).
-      if (json) {
-        if (event.type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
-      } else human!.event(event);
-    }
+    for await (const event of runHandle) onEvent(event);
     let result: PromptResult;
     try {
       result = await runHandle.result;
     } catch (error) {
+      await agent.close(); // _SessionEnd's events come before the last line
       const message = redact(error instanceof Error ? error.message : String(error), secrets);
       if (json) emitJson({ type: "error", message });
       else stderr.write(`error: ${message}\n`);
       return 1;
     }
+    // The session ends here (_SessionEnd, SPEC 7.5), so that its events come before the result.
+    await agent.close();
     if (json) {
       emitJson({
         type: "result",
@@ -355,6 +386,101 @@ async function run(args: string[]): Promise<number> {
   } finally {
     await agent.close();
   }
+}
+
+/**
+ * `cli.ts hooks`: every configured server with its `_`-named tools, whether
+ * `MCP_HOOK_SERVERS` enables them, and one dry-run call of each enabled hook
+ * (`_meta["sprout-agent/hook"].dryRun` is true) through the agent's own registry and hook
+ * runner (lib/hook-check.ts). Exit status 1 when a hook breaks the contract or a server
+ * cannot start (SPEC section 11).
+ */
+async function hooks(args: string[]): Promise<number> {
+  const parsed = parseRunArgs(args);
+  if (parsed.prompt.length > 0) {
+    throw new AgentError(
+      "usage",
+      `Unexpected argument ${JSON.stringify(parsed.prompt[0])}: hooks takes only --mcp-config FILE and --json`,
+    );
+  }
+  const config = loadConfig(process.env, (p) => readFileSync(p, "utf8"));
+  secrets = configSecrets(config);
+  const servers = loadServers(parsed.mcpConfig);
+  secrets = configSecrets(config, servers);
+  const serverStderr = serverStderrOption(parsed.json);
+  const warnings: string[] = [];
+  const { registry, failures } = await createRegistry(servers, {
+    sessionId: `hooks-dry-run-${crypto.randomUUID()}`,
+    initTimeoutMs: config.mcpInitTimeoutMs,
+    maxLineBytes: config.maxLineBytes,
+    cwd: process.cwd(),
+    env: process.env,
+    onWarning: (message) => warnings.push(message),
+    ...serverStderr,
+  });
+  try {
+    const configured = servers.map((s) => s.name);
+    warnings.push(...hookSetupWarnings({ configured, allow: config.hookServers, listed: registry.hookTools() }));
+    const report = await checkHooks(registry, {
+      configured,
+      failures,
+      allow: config.hookServers,
+      timeoutMs: config.hookTimeoutMs,
+      maxRejections: config.stopMaxRejections,
+    });
+    const broken = report.some((s) => s.error !== undefined || s.hooks.some((h) => h.problems.length > 0));
+    if (parsed.json) {
+      const value = { type: "hooks", ok: !broken, servers: report, warnings };
+      stdout.write(`${redact(JSON.stringify(value), secrets)}\n`);
+    } else printHookReport(report, warnings, servers.length === 0);
+    return broken ? 1 : 0;
+  } finally {
+    await registry.close();
+  }
+}
+
+/** A dry-run outcome in the words of the hook point's effect (lib/hook-points.ts). */
+function dryRunOutcome(hook: string, outcome: HookOutcome): string {
+  const objects = isHookPoint(hook) && HOOK_POINTS[hook].effect === "objection";
+  if (outcome === "objection") return objects ? "objects" : "injects";
+  if (outcome === "none") return objects ? "no objection" : "nothing to inject";
+  return outcome === "timeout" ? "timed out" : "error";
+}
+
+function printHookReport(report: ServerCheck[], warnings: string[], none: boolean): void {
+  const out = painter(process.stdout);
+  const err = painter(process.stderr);
+  const print = (line: string) => stdout.write(`${redact(line, secrets)}\n`);
+  if (none) print("No MCP servers configured: give --mcp-config FILE, or add ./.mcp.json");
+  let called = 0;
+  let broken = 0;
+  for (const s of report) {
+    if (s.error !== undefined) {
+      broken++;
+      print(`${s.server}: ${out.red(`✗ ${s.error}`)}`);
+      continue;
+    }
+    const state = s.enabled ? "hooks enabled" : "hooks not enabled: MCP_HOOK_SERVERS does not name it";
+    print(`${s.server} ${out.dim(`(${s.hooks.length === 0 ? "no hooks" : state})`)}`);
+    for (const h of s.hooks) {
+      if (h.outcome !== undefined) called++;
+      if (h.problems.length > 0) broken++;
+      const mark = h.problems.length > 0 ? out.red("✗") : h.outcome !== undefined ? out.green("✓") : out.dim("·");
+      const what = !h.point
+        ? "not a hook point this agent calls (never called)"
+        : h.outcome === undefined
+        ? "not called (not enabled)"
+        : `${dryRunOutcome(h.name, h.outcome)} in ${formatDuration(h.durationMs ?? 0)}${
+          h.text === undefined ? "" : `: ${firstLine(h.text, 100)}`
+        }`;
+      print(`  ${mark} ${h.name} ${out.dim(what)}`);
+      for (const problem of h.problems) print(`      ${out.red(problem)}`);
+    }
+  }
+  for (const warning of warnings) stderr.write(err.yellow(`warning: ${redact(warning, secrets)}\n`));
+  print(out.dim(
+    `■ ${called} hook call${called === 1 ? "" : "s"} (dry run) · ${broken} ${broken === 1 ? "problem" : "problems"}`,
+  ));
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -378,6 +504,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === "run") return await run(rest);
+  if (command === "hooks") return await hooks(rest);
   if (command === "acp") {
     if (rest.length > 0) {
       throw new AgentError(
@@ -389,7 +516,7 @@ async function main(argv: string[]): Promise<number> {
     // serveAcp writes process.stdout itself and resolves once what it wrote is flushed.
     return await serveAcp({ env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
   }
-  throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: use run or acp (see --help)`);
+  throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: use run, hooks or acp (see --help)`);
 }
 
 main(process.argv.slice(2)).then(

@@ -54,7 +54,7 @@ export type {
 } from "./lib/types.ts";
 export { AgentError } from "./lib/errors.ts";
 export type { AgentErrorCode } from "./lib/errors.ts";
-export type { HookMeta, HookName } from "./lib/hooks.ts";
+export type { HookCall, HookContext, HookHandler, HookMeta, HookName, InProcessHooks } from "./lib/hooks.ts";
 export { serveAcp } from "./lib/acp.ts";
 export type { AcpOptions, TextSink } from "./lib/acp.ts";
 export { VERSION } from "./lib/version.ts";

@@ -57,10 +57,17 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
         }],
       };
     case "hook": {
+      const effect = (HOOK_POINTS[event.hook as HookName] as HookPoint | undefined)?.effect;
+      // _SessionEnd's text is only logged: the session is over.
+      if (event.outcome === "objection" && effect === "log") {
+        return {
+          updates: [],
+          log: `${event.hook} hook ${JSON.stringify(event.server)} said: ${oneLine(event.text ?? "")}`,
+        };
+      }
       if (event.outcome === "objection") {
         const line = oneLine(event.text ?? "");
-        const point = HOOK_POINTS[event.hook as HookName] as HookPoint | undefined;
-        const verb = point?.effect === "objection" ? "objected" : "added context";
+        const verb = effect === "objection" ? "objected" : "added context";
         const text = `${event.hook} hook ${JSON.stringify(event.server)} ${verb}${line === "" ? "" : `: ${line}`}\n`;
         return { updates: [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } }] };
       }

@@ -2,8 +2,9 @@
  * The Agent Client Protocol server (SPEC section 11, issue 5): JSON-RPC 2.0, one message per
  * line, on stdin/stdout. Editors and agent hosts create sessions (`session/new`), send prompts
  * (`session/prompt`), receive `session/update` notifications while the agent works, and cancel
- * (`session/cancel`). Each session has its own MCP servers, history, `_Stop` budget and
- * compaction count; sessions run concurrently. `cli.ts acp` starts it.
+ * (`session/cancel`) and close sessions (`session/close`, which fires `_SessionEnd`). Each
+ * session has its own MCP servers, history, `_Stop` budget and compaction count; sessions run
+ * concurrently. `cli.ts acp` starts it.
  * @module
  */
 
@@ -13,6 +14,7 @@ import process from "node:process";
 import { type Agent, createAgent } from "./agent.ts";
 import { agentOptionsFromEnv, optionKeys } from "./agent-env.ts";
 import type { AgentOptions } from "./agent-options.ts";
+import { serverStderrShown } from "./config.ts";
 import { AgentError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
 import { readLines } from "./lines.ts";
@@ -85,9 +87,12 @@ export async function serveAcp(options: AcpOptions): Promise<number> {
   const stderr = trackedOutput(options.stderr ?? process.stderr);
   const readFile = options.readFile ?? ((path: string) => readFileSync(path, "utf8"));
   let agentOptions: ReturnType<typeof agentOptionsFromEnv>;
+  let showStderr: boolean;
   try {
     // Surfaces a bad value, a missing key or a bad script now, before stdin is read.
     agentOptions = agentOptionsFromEnv(options.env, { readFile });
+    // Servers' stderr lines only when asked: ACP hosts show our stderr as a log, if at all.
+    showStderr = serverStderrShown(options.env, false);
   } catch (error) {
     stderr.write(`sprout-agent: ${redact((error as Error).message)}\n`);
     await stderr.flush(FLUSH_TIMEOUT_MS);
@@ -95,7 +100,7 @@ export async function serveAcp(options: AcpOptions): Promise<number> {
   }
   const restoreConsole = redirectConsole((line) => stderr.write(line));
   try {
-    return await new AcpServer(options, agentOptions, stderr).serve();
+    return await new AcpServer(options, agentOptions, stderr, showStderr).serve();
   } finally {
     restoreConsole();
     await stderr.flush(FLUSH_TIMEOUT_MS);
@@ -109,6 +114,8 @@ interface SessionState {
   readonly agent: Agent;
   /** Set while a prompt runs. */
   controller: AbortController | undefined;
+  /** Settles when the running prompt has ended (set while one runs). */
+  running: Promise<unknown> | undefined;
 }
 
 class AcpServer {
@@ -126,8 +133,16 @@ class AcpServer {
   /** API keys and every header value and credential variable clients gave: never sent or logged. */
   readonly #secrets = new Set<string>();
   #closing = false;
+  /** `SPROUT_AGENT_SERVER_STDERR=show`: stdio servers' stderr lines go to the log. */
+  readonly #showStderr: boolean;
 
-  constructor(options: AcpOptions, agentOptions: AgentOptions & { maxLineBytes: number }, stderr: TrackedOutput) {
+  constructor(
+    options: AcpOptions,
+    agentOptions: AgentOptions & { maxLineBytes: number },
+    stderr: TrackedOutput,
+    showStderr = false,
+  ) {
+    this.#showStderr = showStderr;
     this.#options = options;
     // A write that fails (EPIPE once the client has gone) closes it: later messages are dropped.
     this.#stdout = trackedOutput(options.stdout, {
@@ -276,23 +291,31 @@ class AcpServer {
       }
       const p = params as Record<string, unknown>;
       let result: unknown;
+      let afterReply: (() => void) | undefined;
       switch (method) {
         case "initialize":
           result = this.#initialize(p);
           break;
-        case "session/new":
-          result = await this.#newSession(p);
+        case "session/new": {
+          const created = await this.#newSession(p);
+          result = { sessionId: created.sessionId };
+          afterReply = created.afterReply;
           break;
+        }
         case "session/prompt":
           result = await this.#prompt(p);
           break;
         case "session/cancel":
           result = this.#cancel(p, true);
           break;
+        case "session/close":
+          result = await this.#closeSession(p);
+          break;
         default:
           throw new RpcError(RPC_ERRORS.methodNotFound, `Method not found: ${JSON.stringify(method)}`);
       }
       this.#send({ jsonrpc: "2.0", id, result });
+      afterReply?.();
     } catch (error) {
       if (error instanceof RpcError) this.#error(id, error.code, error.message);
       else if (error instanceof AgentError) {
@@ -318,13 +341,18 @@ class AcpServer {
         loadSession: false,
         promptCapabilities: { image: false, audio: false, embeddedContext: false },
         mcpCapabilities: { http: true, sse: false },
+        sessionCapabilities: { close: {} },
       },
       authMethods: [],
       agentInfo: { name: AGENT_NAME, title: "sprout-agent", version: VERSION },
     };
   }
 
-  async #newSession(p: Record<string, unknown>): Promise<{ sessionId: string }> {
+  /**
+   * Creates a session. `_SessionStart` runs in `createAgent`, before the client knows the
+   * session id: its events are sent by `afterReply`, right after the response.
+   */
+  async #newSession(p: Record<string, unknown>): Promise<{ sessionId: string; afterReply: () => void }> {
     const cwd = p["cwd"];
     if (typeof cwd !== "string" || cwd === "" || !isAbsolute(cwd)) {
       throw invalid("session/new", `cwd ${JSON.stringify(cwd ?? null)} must be an absolute path`);
@@ -333,6 +361,8 @@ class AcpServer {
     for (const secret of configSecrets(optionKeys(this.#agentOptions), servers)) this.#secrets.add(secret);
     if (this.#closing) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
     const sessionId = `ses_${randomHex(8)}`;
+    const early: AgentEvent[] = [];
+    let replied = false;
     const agent = await createAgent({
       ...this.#agentOptions,
       mcpServers: servers,
@@ -342,6 +372,10 @@ class AcpServer {
       env: this.#options.env,
       fetch: this.#options.fetch,
       onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
+      onEvent: (event) => (replied ? this.#onEvent(sessionId, event) : early.push(event)),
+      ...(this.#showStderr
+        ? { onServerStderr: (server, line) => this.#log(`[${sessionId}] [${server}] ${line}`) }
+        : {}),
     });
     const failures = agent.failures;
     const display = (name: string) => servers.find((s) => s.name === name)?.displayName ?? name;
@@ -359,8 +393,27 @@ class AcpServer {
       }
       throw new RpcError(RPC_ERRORS.agent, problems.join("; "));
     }
-    this.#sessions.set(sessionId, { id: sessionId, agent, controller: undefined });
-    return { sessionId };
+    this.#sessions.set(sessionId, { id: sessionId, agent, controller: undefined, running: undefined });
+    return {
+      sessionId,
+      afterReply: () => {
+        replied = true;
+        for (const event of early.splice(0)) this.#onEvent(sessionId, event);
+      },
+    };
+  }
+
+  /**
+   * `session/close`: cancels the running prompt, waits for it to end, then closes the agent
+   * (`_SessionEnd`, then its servers) and forgets the session.
+   */
+  async #closeSession(p: Record<string, unknown>): Promise<Record<string, never>> {
+    const session = this.#session("session/close", p);
+    this.#sessions.delete(session.id);
+    session.controller?.abort();
+    await session.running?.catch(() => {});
+    await session.agent.close();
+    return {};
   }
 
   #session(method: string, p: Record<string, unknown>): SessionState {
@@ -380,6 +433,8 @@ class AcpServer {
     if (this.#closing) throw new RpcError(RPC_ERRORS.agent, "Cannot run the prompt: the agent is shutting down");
     const controller = new AbortController();
     session.controller = controller;
+    let ended = () => {};
+    session.running = new Promise<void>((resolve) => (ended = resolve));
     try {
       const run = session.agent.prompt(text, { signal: controller.signal });
       for await (const event of run) this.#onEvent(session.id, event);
@@ -389,6 +444,8 @@ class AcpServer {
       return { stopReason: result.stopReason };
     } finally {
       session.controller = undefined;
+      session.running = undefined;
+      ended();
     }
   }
 

@@ -64,6 +64,7 @@ export function agentOptionsFromEnv(
     maxHandoffs: config.maxHandoffs,
     hookTimeoutMs: config.hookTimeoutMs,
     stopMaxRejections: config.stopMaxRejections,
+    stopDeclinedTwice: config.stopDeclinedTwice,
     maxLineBytes: config.maxLineBytes,
   };
 }

@@ -8,10 +8,13 @@
 import { resolve } from "node:path";
 import { type Config, type HookServers, isHttpUrl, loadConfig, MAX_TIMER_MS } from "./config.ts";
 import { AgentError } from "./errors.ts";
+import type { AgentEvent } from "./events.ts";
+import { HOOK_POINTS } from "./hook-points.ts";
+import type { InProcessHooks } from "./hooks.ts";
 import { createAnthropicModel, MIN_THINKING_BUDGET_TOKENS } from "./llm/anthropic.ts";
 import { createOpenAiModel } from "./llm/openai.ts";
 import { createScriptedModel, parseScript, type ScriptTurn } from "./llm/scripted.ts";
-import { headerProblem, parseMcpConfig } from "./mcp/config.ts";
+import { headerProblem, parseMcpConfig, SERVER_NAME_PATTERN } from "./mcp/config.ts";
 import type { McpEra, McpServerConfig } from "./mcp/types.ts";
 import type { Model } from "./types.ts";
 
@@ -94,8 +97,28 @@ export interface AgentOptions extends AgentLimits {
    * against {@link AgentOptions.cwd}) or as a parsed list; default none.
    */
   mcpServers?: { mcpServers?: Record<string, unknown> } | readonly McpServerConfig[] | undefined;
-  /** Servers whose hooks (`_Stop`, `_PostCompact`) run: `"*"` for every server, or names; default none, hooks off (SPEC section 3). */
+  /** Servers whose hooks (`_Stop`, `_PostCompact`…) run: `"*"` for every server, or names; default none, hooks off (SPEC section 3). */
   hookServers?: "*" | readonly string[] | undefined;
+  /**
+   * In-process hook functions by group name, beside the servers' hooks and under the same rules
+   * (timeout, budget, fail-open, JSON-encoded injection; two timeouts in a row disable the
+   * group): `{policy: {_Stop: (ctx, signal) => "…"}}` (SPEC section 4.7). They always run
+   * (`hookServers` is for servers); a group name follows the server-name rules and must not
+   * be a server's. Default none.
+   */
+  hooks?: InProcessHooks | undefined;
+  /**
+   * The "model declined" rule of SPEC section 7.1: when true (the default), an end of turn right
+   * after a `_Stop` objection, without a tool call between, ends the turn without calling
+   * `_Stop`; when false, `_Stop` is called again and only `stopMaxRejections` ends the loop
+   * (`SPROUT_AGENT_STOP_DECLINED_TWICE`).
+   */
+  stopDeclinedTwice?: boolean | undefined;
+  /**
+   * Receives the events that happen outside a prompt: the `hook` and `warning` events of
+   * `_SessionStart` (in `createAgent`) and `_SessionEnd` (in `close`). Default: dropped.
+   */
+  onEvent?: ((event: AgentEvent) => void) | undefined;
   /** The system prompt; default the built-in one. */
   systemPrompt?: string | undefined;
   /** The session id, sent to every server as `_meta["sprout-agent/session"]`; default a random UUID. */
@@ -112,6 +135,11 @@ export interface AgentOptions extends AgentLimits {
   fetch?: typeof fetch | undefined;
   /** Non-fatal problems while servers start and run (a server died, a tool was skipped). */
   onWarning?: ((message: string) => void) | undefined;
+  /**
+   * Each line a stdio MCP server writes to stderr, as it arrives, with the server's name;
+   * default none (the last 64 KiB are kept either way, for the message when a server dies).
+   */
+  onServerStderr?: ((server: string, line: string) => void) | undefined;
   /**
    * Shares each server's detected protocol era between agents of one process, so it is detected
    * once (SPEC section 10); default a cache of this agent alone.
@@ -177,6 +205,10 @@ export function agentConfig(options: AgentOptions): Config {
       ? { kind: "none" }
       : { kind: "only", names: [...hooks] } satisfies HookServers;
   }
+  if (options.stopDeclinedTwice !== undefined) {
+    if (typeof options.stopDeclinedTwice !== "boolean") invalid("stopDeclinedTwice", "it must be true or false");
+    config.stopDeclinedTwice = options.stopDeclinedTwice;
+  }
   const m = options.model;
   if (!isModel(m) && m.provider === "anthropic") {
     const budget = m.thinkingBudgetTokens ?? 0;
@@ -195,6 +227,32 @@ export function agentConfig(options: AgentOptions): Config {
     config.thinkingBudgetTokens = budget;
   }
   return config;
+}
+
+/**
+ * `options.hooks`, checked against the servers' names: a group name a server could have, not
+ * taken by a server; only hook points' names; functions only.
+ */
+export function inProcessHooks(options: AgentOptions, servers: readonly McpServerConfig[]): InProcessHooks {
+  const hooks = options.hooks;
+  if (hooks === undefined) return {};
+  if (typeof hooks !== "object" || hooks === null || Array.isArray(hooks)) {
+    invalid("hooks", "it must be an object of groups, {name: {_Stop: function, …}}");
+  }
+  for (const [name, group] of Object.entries(hooks)) {
+    if (!SERVER_NAME_PATTERN.test(name) || name.includes("__")) {
+      invalid(`hooks.${name}`, "a group name is 1 to 64 letters, digits, _ or -, without __");
+    }
+    if (servers.some((s) => s.name === name)) invalid(`hooks.${name}`, `a server is already named "${name}"`);
+    if (typeof group !== "object" || group === null) invalid(`hooks.${name}`, "it must be an object of functions");
+    for (const [hook, handler] of Object.entries(group)) {
+      if (!Object.hasOwn(HOOK_POINTS, hook)) {
+        invalid(`hooks.${name}.${hook}`, `not a hook point (${Object.keys(HOOK_POINTS).join(", ")})`);
+      }
+      if (typeof handler !== "function") invalid(`hooks.${name}.${hook}`, "it must be a function");
+    }
+  }
+  return hooks;
 }
 
 export function isModel(value: ModelOptions | Model): value is Model {

@@ -6,8 +6,11 @@
  * @module
  */
 
+import process from "node:process";
 import { abortError, AgentError } from "./errors.ts";
-import { agentConfig, type AgentOptions, isModel, modelFrom, serverList } from "./agent-options.ts";
+import { agentConfig, type AgentOptions, inProcessHooks, isModel, modelFrom, serverList } from "./agent-options.ts";
+import type { AgentEvent } from "./events.ts";
+import { hookSetupWarnings } from "./hook-check.ts";
 import { AgentSession, type PromptRun } from "./loop.ts";
 import { createRegistry, type RegistryFailure } from "./mcp/registry.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
@@ -42,7 +45,11 @@ export interface Agent {
    * @throws (through `result`) {AgentError} `llm` when the LLM fails after its retries
    */
   prompt(text: string, options?: { signal?: AbortSignal }): PromptRun;
-  /** Closes every MCP server (stdio children end, HTTP sessions are deleted). Idempotent. */
+  /**
+   * Ends the session: fires `_SessionEnd` (each call bounded by the hook timeout; its events go
+   * to `onEvent`), then closes every MCP server (stdio children end, HTTP sessions are
+   * deleted). Idempotent; never rejects.
+   */
   close(): Promise<void>;
 }
 
@@ -76,6 +83,7 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
   const config = agentConfig(options);
   const model = isModel(options.model) ? options.model : modelFrom(options.model, config, options.fetch);
   const servers = serverList(options);
+  const hooks = inProcessHooks(options, servers);
   const sessionId = options.sessionId ?? crypto.randomUUID();
   const starting = createRegistry(servers, {
     sessionId,
@@ -86,28 +94,53 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     ...(options.env === undefined ? {} : { env: options.env }),
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+    ...(options.onServerStderr === undefined ? {} : { onServerStderr: options.onServerStderr }),
   });
   const { registry, failures } = await abortable(starting, options.signal);
+  // A misspelt name in MCP_HOOK_SERVERS, or hooks nobody enabled, would otherwise go unseen.
+  const listed = registry.hookTools();
+  for (
+    const warning of hookSetupWarnings({ configured: servers.map((s) => s.name), allow: config.hookServers, listed })
+  ) {
+    options.onWarning?.(warning);
+  }
   const session = new AgentSession({
     config,
     model,
     registry,
     id: sessionId,
+    cwd: options.cwd ?? process.cwd(),
+    hooks,
     ...(options.now === undefined ? {} : { now: options.now }),
   });
-  return new ReadyAgent(session, registry, failures);
+  const onEvent = options.onEvent ?? (() => {});
+  // The _SessionStart hook point (SPEC 7.5): servers connected, no prompt yet.
+  try {
+    await session.start(onEvent);
+  } catch (error) {
+    await registry.close().catch(() => {});
+    throw error; // only a throwing onEvent gets here: hooks never throw
+  }
+  return new ReadyAgent(session, registry, failures, onEvent);
 }
 
 class ReadyAgent implements Agent {
   readonly failures: readonly RegistryFailure[];
   readonly #session: AgentSession;
   readonly #registry: ToolRegistry;
+  readonly #onEvent: (event: AgentEvent) => void;
   #closing: Promise<void> | undefined;
 
-  constructor(session: AgentSession, registry: ToolRegistry, failures: RegistryFailure[]) {
+  constructor(
+    session: AgentSession,
+    registry: ToolRegistry,
+    failures: RegistryFailure[],
+    onEvent: (event: AgentEvent) => void,
+  ) {
     this.#session = session;
     this.#registry = registry;
     this.failures = failures;
+    this.#onEvent = onEvent;
   }
 
   get sessionId(): string {
@@ -128,7 +161,10 @@ class ReadyAgent implements Agent {
   }
 
   close(): Promise<void> {
-    this.#closing ??= this.#registry.close().catch(() => {});
+    // The _SessionEnd hook point (SPEC 7.5), while the servers still run.
+    this.#closing ??= this.#session.end(this.#onEvent).catch(() => {}).then(() => this.#registry.close()).catch(
+      () => {},
+    );
     return this.#closing;
   }
 }

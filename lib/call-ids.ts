@@ -56,7 +56,7 @@ export function randomCallId(): string {
  * The first id `next()` returns that is not in `used`. Gives up after 1000 tries with a
  * random id, which cannot realistically collide.
  */
-export function unusedId(used: ReadonlySet<string>, next: () => string): string {
+export function unusedId(used: { has(id: string): boolean }, next: () => string): string {
   for (let i = 0; i < 1000; i++) {
     const id = next();
     if (!used.has(id)) return id;

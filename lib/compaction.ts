@@ -15,6 +15,7 @@
  * @module
  */
 
+import { historyIndex, historyItemBytes } from "./history-index.ts";
 import { imageMarker } from "./results.ts";
 import type { HistoryItem, ResultBlock, ToolDef } from "./types.ts";
 import { byteLength, clampUtf8 } from "./utf8.ts";
@@ -50,24 +51,62 @@ export function tokenThreshold(ctx: number, out: number): number {
 /**
  * Size of a history in bytes: the UTF-8 length of `JSON.stringify(history)` (SPEC section 8.1;
  * 1 byte counts as 1 token). The tools and the system prompt are not included: see
- * {@link requestOverheadBytes}.
+ * {@link requestOverheadBytes}. Kept incrementally per history array (`lib/history-index.ts`):
+ * only items not measured before are serialised, so measuring a growing history each round
+ * costs the same at round 1000 as at round 1. Items must not be changed in place.
  * @example historyBytes([{ role: "user", text: "hi" }]) // 30
  */
 export function historyBytes(history: readonly HistoryItem[]): number {
-  return byteLength(JSON.stringify(history));
+  return historyIndex(history).bytes;
 }
 
 /**
  * The bytes a request sends besides its history: the system prompt and the JSON of the tool
  * definitions (1 byte counts as 1 token). The estimate of SPEC section 8.1 adds them to the
  * history's bytes (issue 9): with 30 tools they outweigh a fresh history many times over, and
- * leaving them out made small budgets compact again right after each compaction.
+ * leaving them out made small budgets compact again right after each compaction. The last
+ * figures are kept: tools equal to the last ones (the same definitions, or copies with the
+ * same keys, names, descriptions and schema objects, as the registry lists them each round)
+ * are not serialised again.
  * @param system the system prompt sent with the request (`""` when none)
  * @param tools the LLM-visible tool definitions sent with it
  * @example requestOverheadBytes("", []) // 0
  */
 export function requestOverheadBytes(system: string, tools: readonly ToolDef[]): number {
-  return byteLength(system) + (tools.length === 0 ? 0 : byteLength(JSON.stringify(tools)));
+  if (system !== lastSystem.text) lastSystem = { text: system, bytes: byteLength(system) };
+  return lastSystem.bytes + toolsBytes(tools);
+}
+
+let lastSystem = { text: "", bytes: 0 };
+/** The last tool list measured: each definition's own keys and values, in order, and its bytes. */
+let lastTools: { entries: unknown[][]; bytes: number } | undefined;
+
+/**
+ * UTF-8 length of `JSON.stringify(tools)`, 0 for no tools. Definitions are compared one by
+ * one, never the array alone, so an array changed in place is measured again; a schema object
+ * changed in place is not seen (the registry builds a new one for a new list).
+ */
+function toolsBytes(tools: readonly ToolDef[]): number {
+  if (tools.length === 0) return 0;
+  if (lastTools !== undefined && sameDefinitions(lastTools.entries, tools)) return lastTools.bytes;
+  const bytes = byteLength(JSON.stringify(tools));
+  lastTools = { entries: tools.map((t) => Object.entries(t).flat()), bytes };
+  return bytes;
+}
+
+/** True when each definition has the same own keys, in order, with identical values (`===`). */
+function sameDefinitions(entries: readonly unknown[][], tools: readonly ToolDef[]): boolean {
+  if (entries.length !== tools.length) return false;
+  for (let i = 0; i < tools.length; i++) {
+    const def = tools[i] as unknown as Record<string, unknown>;
+    const known = entries[i]!;
+    const keys = Object.keys(def);
+    if (keys.length * 2 !== known.length) return false;
+    for (let k = 0; k < keys.length; k++) {
+      if (keys[k] !== known[2 * k] || def[keys[k]!] !== known[2 * k + 1]) return false;
+    }
+  }
+  return true;
 }
 
 /**
@@ -276,7 +315,7 @@ export function truncateHistory(history: readonly HistoryItem[], budgetTokens: n
   const last = lastPromptIndex(history);
   const first = history.findIndex((item) => item.role === "user");
   if (last < 0 || first < 0) return { history: [...history], dropped: 0 };
-  const sizes = history.map((item) => byteLength(JSON.stringify(item)));
+  const sizes = history.map(historyItemBytes);
   let total = 2 + sizes.reduce((a, b) => a + b, 0) + Math.max(0, history.length - 1);
   let start = 0;
   const cut = (to: number): void => {

@@ -6,9 +6,10 @@
  */
 
 import type { Config } from "./config.ts";
+import { historyIndex } from "./history-index.ts";
 import { isAbortError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
-import { hookMeta } from "./hook-points.ts";
+import { type HookContext, hookMeta } from "./hook-points.ts";
 import type { HookRunner } from "./hooks.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
 import type { HistoryItem, Model, ToolDef, Usage } from "./types.ts";
@@ -77,6 +78,8 @@ export class Compactor {
       emit: (event: AgentEvent) => void;
       round: number;
       rejectionsUsed: number;
+      /** The session fields of the `_PostCompact` call's `_meta` (SPEC section 2.3). */
+      hookContext?: HookContext;
       originalTask: string | undefined;
       usage: Usage;
       /** The LLM-visible tools the next request sends. */
@@ -86,7 +89,9 @@ export class Compactor {
     const { config } = this.#options;
     const threshold = tokenThreshold(config.maxContextTokens, config.maxOutputTokens);
     const overhead = requestOverheadBytes(config.systemPrompt, context.tools);
-    const currentBytes = overhead + historyBytes(history);
+    // The history's size is kept incrementally (lib/history-index.ts); the first round of a
+    // prompt compares every item, so edits made to the history between prompts are seen.
+    const currentBytes = overhead + historyIndex(history, { full: context.round === 1 }).bytes;
     const before = this.#baseline.estimateFromBytes(currentBytes);
     if (!shouldCompact(before, threshold)) return "none";
 
@@ -183,7 +188,7 @@ export class Compactor {
     // The _PostCompact hook point (lib/hook-points.ts): its output joins the fresh context.
     const { injected, items: postCompact } = await hooks.fire(
       "_PostCompact",
-      hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections),
+      hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections, context.hookContext),
     );
     const freshBytes = size(summary, postCompact);
     if (freshBytes >= context.currentBytes) return larger(freshBytes, "Context summary with the _PostCompact output");

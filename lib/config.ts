@@ -101,6 +101,13 @@ export interface Config {
    * default 3, `0` = `_Stop` is never called (SPEC section 7.2).
    */
   stopMaxRejections: number;
+  /**
+   * `SPROUT_AGENT_STOP_DECLINED_TWICE` (`on` | `off`): when on (the default), an end of turn
+   * right after a `_Stop` objection, without a tool call between, is accepted without calling
+   * `_Stop` (the model heard and declined); when off, `_Stop` is called again and only the
+   * budget ends the loop (SPEC section 7.1).
+   */
+  stopDeclinedTwice: boolean;
   /** `MCP_HOOK_SERVERS`, parsed by {@link parseHookServers}; default `{kind: "none"}`, hooks off (SPEC section 3). */
   hookServers: HookServers;
   /**
@@ -160,8 +167,18 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
     default: "3",
     meaning: "_Stop objections per session, 0 = never call _Stop",
   },
+  {
+    name: "SPROUT_AGENT_STOP_DECLINED_TWICE",
+    default: "on",
+    meaning: "on: an end of turn right after a _Stop objection is final; off: only the budget ends the loop",
+  },
   { name: "MCP_HOOK_SERVERS", default: "(unset: hooks off)", meaning: "* or comma-separated server names" },
   { name: "SPROUT_AGENT_MAX_LINE_BYTES", default: "4194304", meaning: "largest JSON-RPC line accepted" },
+  {
+    name: "SPROUT_AGENT_SERVER_STDERR",
+    default: "show for run and hooks, hide with --json and for acp",
+    meaning: "stdio servers' stderr lines on stderr as [name] line: show or hide",
+  },
   {
     name: "SPROUT_AGENT_THINKING_BUDGET_TOKENS",
     default: "0",
@@ -185,6 +202,21 @@ export function hooksEnabledFor(allow: HookServers, server: string): boolean {
   return allow.kind === "all" || (allow.kind === "only" && allow.names.includes(server));
 }
 
+/**
+ * `SPROUT_AGENT_SERVER_STDERR` (SPEC section 9): whether the lines stdio servers write to
+ * stderr are shown on the agent's stderr, prefixed `[name] `. `show` or `hide` (trimmed, any
+ * case); unset means `fallback` (the CLI: shown for `run` and `hooks`, hidden with `--json` and for `acp`).
+ * @throws {AgentError} `config` naming the variable for any other value, empty included
+ * @example serverStderrShown({ SPROUT_AGENT_SERVER_STDERR: "hide" }, true) // false
+ */
+export function serverStderrShown(env: Env, fallback: boolean): boolean {
+  const raw = env["SPROUT_AGENT_SERVER_STDERR"];
+  if (raw === undefined) return fallback;
+  const value = raw.trim().toLowerCase();
+  if (value === "show" || value === "hide") return value === "show";
+  throw new AgentError("config", `Invalid SPROUT_AGENT_SERVER_STDERR: ${JSON.stringify(raw)} must be show or hide`);
+}
+
 export type { Env } from "./env.ts";
 
 function integer(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -200,6 +232,16 @@ function integer(env: Env, name: string, fallback: number, min: number, max = Nu
   }
   if (value > max) throw new AgentError("config", `Invalid ${name}: ${JSON.stringify(raw)} must be at most ${max}`);
   return value;
+}
+
+/** An `on` | `off` switch (trimmed, any case). */
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined) return fallback;
+  const value = raw.trim().toLowerCase();
+  if (value === "on") return true;
+  if (value === "off") return false;
+  throw new AgentError("config", `Invalid ${name}: ${JSON.stringify(raw)} is not one of on, off`);
 }
 
 function text(env: Env, name: string): string | undefined {
@@ -338,6 +380,7 @@ export function loadConfig(env: Env, readFile: (path: string) => string): Config
     maxHandoffs: integer(env, "SPROUT_AGENT_MAX_HANDOFFS", 5, 0),
     hookTimeoutMs: integer(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 2500, 1, MAX_TIMER_MS),
     stopMaxRejections: integer(env, "SPROUT_AGENT_STOP_MAX_REJECTIONS", 3, 0),
+    stopDeclinedTwice: onOff(env, "SPROUT_AGENT_STOP_DECLINED_TWICE", true),
     hookServers: parseHookServers(env["MCP_HOOK_SERVERS"]),
     maxLineBytes: integer(env, "SPROUT_AGENT_MAX_LINE_BYTES", 4194304, 1024),
     thinkingBudgetTokens,

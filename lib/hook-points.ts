@@ -1,8 +1,8 @@
 /**
  * The hook points: every lifecycle event the agent calls MCP hook tools at, in one table
- * (SPEC sections 1, 2.3, 7 and 8.4). The hook runner (`hooks.ts`) takes the `_meta` event
- * name and the effect from here; the loop (`loop.ts`) and the compactor (`compactor.ts`)
- * each fire their point at one call site, through `HookRunner.fire`.
+ * (SPEC sections 1, 2.3, 7, 7.5 and 8.4). The hook runner (`hooks.ts`) takes the `_meta` event
+ * name and the effect from here; the loop (`loop.ts`), the compactor (`compactor.ts`) and the
+ * agent (`agent.ts`) each fire their point at one call site, through `HookRunner.fire`.
  *
  * Adding an event means: its name in {@link HookName} and its row here, one
  * `hooks.fire(name, hookMeta(…), …)` at the place in the loop the row names, and the SPEC
@@ -18,7 +18,9 @@ export type HookEffect =
    */
   | "objection"
   /** Non-blank output is injected into the history as it is; nothing else changes. */
-  | "injection";
+  | "injection"
+  /** Non-blank output is only reported (a `hook` event with its text); nothing reaches the model. */
+  | "log";
 
 /**
  * The hooks the agent calls, the keys of {@link HOOK_POINTS} (SPEC section 1); any other
@@ -26,7 +28,7 @@ export type HookEffect =
  * @example
  * const hooks: HookName[] = ["_Stop", "_PostCompact"];
  */
-export type HookName = "_Stop" | "_PostCompact";
+export type HookName = "_Stop" | "_PostCompact" | "_SessionStart" | "_UserPromptSubmit" | "_SessionEnd";
 
 /** One row of {@link HOOK_POINTS}. */
 export interface HookPoint {
@@ -36,8 +38,8 @@ export interface HookPoint {
   readonly when: string;
   /**
    * Its input: every hook is called with `arguments: {}` and the `_meta` context
-   * `{event, round, rejectionsUsed, rejectionsLeft}` ({@link hookMeta}); this says what
-   * `round` means for the point.
+   * ({@link HookMeta} and `event`, built by {@link hookMeta}); this says what `round` and
+   * `prompt` mean for the point.
    */
   readonly input: string;
   /** What non-blank output does. */
@@ -69,31 +71,91 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
     effect: "injection",
     where: "Compactor#summarise (lib/compactor.ts), in AgentSession#compact at the start of a round",
   },
+  _SessionStart: {
+    event: "SessionStart",
+    when: "The session's servers are connected, before its first prompt (once per session).",
+    input: "`round`: 0; `prompt`: 0 (no prompt yet).",
+    effect: "injection",
+    where:
+      "AgentSession#start (lib/loop.ts), called by createAgent (lib/agent.ts); the items wait for the first prompt",
+  },
+  _UserPromptSubmit: {
+    event: "UserPromptSubmit",
+    when: "A prompt was submitted: before its first round is sent (every prompt).",
+    input: "`round`: 1, the round about to be sent; `prompt`: this prompt's number.",
+    effect: "injection",
+    where: "AgentSession#run (lib/loop.ts), after the user item is added",
+  },
+  _SessionEnd: {
+    event: "SessionEnd",
+    when:
+      "The session closes (`Agent.close`: the CLI's exit, an ACP `session/close` or shutdown), before its servers are closed.",
+    input: "`round`: 0; `prompt`: the number of prompts the session ran.",
+    effect: "log",
+    where: "AgentSession#end (lib/loop.ts), called by Agent.close (lib/agent.ts)",
+  },
 };
 
+/** Largest `lastAssistantText` sent in a hook's `_meta`, in UTF-8 bytes (SPEC section 2.3). */
+export const MAX_HOOK_CONTEXT_TEXT_BYTES = 4096;
+
 /**
- * Context sent to hook authors as `_meta["sprout-agent/hook"]`, with the point's `event` (SPEC section 2.3).
+ * Context sent to hook authors as `_meta["sprout-agent/hook"]`, with the point's `event` (SPEC
+ * section 2.3). The agent always sends every field; the last four are optional here only so that
+ * a caller of `HookRunner` may leave them out.
  * @example
  * // What a hook server reads from `params._meta["sprout-agent/hook"]` (besides `event`):
- * const meta: HookMeta = { round: 3, rejectionsUsed: 1, rejectionsLeft: 2 };
+ * const meta: HookMeta = {
+ *   round: 3, rejectionsUsed: 1, rejectionsLeft: 2,
+ *   cwd: "/home/me/project", lastAssistantText: "All done.", afterObjection: false, prompt: 1,
+ * };
  */
 export interface HookMeta {
   /**
    * The round within the prompt, 1-based: for `_Stop`, the round whose response ended the
-   * turn; for `_PostCompact`, the round about to be sent.
+   * turn; for `_PostCompact` and `_UserPromptSubmit`, the round about to be sent; 0 for
+   * `_SessionStart` and `_SessionEnd`.
    */
   round: number;
   /** `_Stop` objections the session has used so far (never reset; SPEC section 7.2). */
   rejectionsUsed: number;
   /** `SPROUT_AGENT_STOP_MAX_REJECTIONS` minus `rejectionsUsed`: objections the session may still make. */
   rejectionsLeft: number;
+  /** The agent's working directory (`createAgent`'s `cwd`, else the process's), absolute. */
+  cwd?: string;
+  /**
+   * The text of the session's last assistant message that had text, cut to
+   * {@link MAX_HOOK_CONTEXT_TEXT_BYTES} (4 KiB) of UTF-8 with a `[truncated]` marker; `""` when
+   * there is none. For `_Stop`, the response that ended the turn.
+   */
+  lastAssistantText?: string;
+  /**
+   * True when the prompt's last end of turn was objected to by `_Stop` and no tool was called
+   * since: for `_Stop`, this stop comes right after an objection (only possible with
+   * `SPROUT_AGENT_STOP_DECLINED_TWICE=off`, SPEC section 7.1). False outside a prompt.
+   */
+  afterObjection?: boolean;
+  /**
+   * The prompt's 1-based number in the session; for `_SessionStart` 0 (none yet), for
+   * `_SessionEnd` the number of prompts the session ran.
+   */
+  prompt?: number;
 }
+
+/** The fields of {@link HookMeta} that describe the session rather than the `_Stop` budget. */
+export type HookContext = Required<Pick<HookMeta, "cwd" | "lastAssistantText" | "afterObjection" | "prompt">>;
 
 /**
  * The {@link HookMeta} of a call in `round` when the session has used `rejectionsUsed` of
- * its `maxRejections` objections; `rejectionsLeft` is never negative.
+ * its `maxRejections` objections; `rejectionsLeft` is never negative. `context`, when given,
+ * adds the session's fields (the loop always gives it).
  * @example hookMeta(3, 1, 3) // {round: 3, rejectionsUsed: 1, rejectionsLeft: 2}
  */
-export function hookMeta(round: number, rejectionsUsed: number, maxRejections: number): HookMeta {
-  return { round, rejectionsUsed, rejectionsLeft: Math.max(0, maxRejections - rejectionsUsed) };
+export function hookMeta(
+  round: number,
+  rejectionsUsed: number,
+  maxRejections: number,
+  context?: HookContext,
+): HookMeta {
+  return { round, rejectionsUsed, rejectionsLeft: Math.max(0, maxRejections - rejectionsUsed), ...context };
 }

@@ -1,7 +1,8 @@
 /**
  * Hook calls: which servers run a hook (SPEC section 3), concurrent calls with their own
- * timeouts and the kill on a second consecutive timeout (SPEC section 4), and the history
- * items that inject hook output (SPEC section 7).
+ * timeouts and the kill on a second consecutive timeout (SPEC section 4), in-process hook
+ * functions under the same rules (SPEC section 4.7), and the history items that inject hook
+ * output (SPEC section 7).
  * @module
  */
 
@@ -12,7 +13,7 @@ import type { AgentEvent, HookOutcome } from "./events.ts";
 import type { CallToolResult, ToolRegistry } from "./mcp/types.ts";
 import { TRUNCATED_MARKER } from "./mcp/registry-tools.ts";
 import { formatSeconds } from "./time.ts";
-import { HOOK_POINTS, type HookMeta, type HookName } from "./hook-points.ts";
+import { HOOK_POINTS, type HookContext, type HookMeta, type HookName } from "./hook-points.ts";
 import { clampUtf8 } from "./utf8.ts";
 import type { HistoryItem } from "./types.ts";
 
@@ -21,7 +22,38 @@ export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
 /** Consecutive hook timeouts after which a server is killed (SPEC section 4.4). */
 export const HOOK_TIMEOUTS_BEFORE_KILL = 2;
 
-export type { HookMeta, HookName } from "./hook-points.ts";
+export type { HookContext, HookMeta, HookName } from "./hook-points.ts";
+
+/**
+ * What an in-process hook function receives: the `_meta["sprout-agent/hook"]` object an MCP
+ * hook gets (SPEC section 2.3), every field filled in.
+ * @example
+ * const handler: HookHandler = (ctx: HookCall) => (ctx.rejectionsLeft > 0 ? `Check ${ctx.cwd} first` : "");
+ */
+export type HookCall = { event: string } & Omit<HookMeta, keyof HookContext> & HookContext;
+
+/**
+ * An in-process hook (SPEC section 4.7): returns the hook's text, like an MCP hook's text
+ * output: non-blank text objects (`_Stop`) or is injected (`_PostCompact`, `_SessionStart`,
+ * `_UserPromptSubmit`) or logged (`_SessionEnd`); `""` or `undefined` says nothing. A throw or
+ * a rejection is an `error` outcome. `signal` aborts when the call times out
+ * (`hookTimeoutMs`); two timeouts in a row disable the function's group for the session.
+ * @example
+ * const stop: HookHandler = async (ctx, signal) => (await testsPass(ctx.cwd, signal)) ? "" : "Tests fail";
+ */
+export type HookHandler = (
+  context: HookCall,
+  signal: AbortSignal,
+) => string | undefined | Promise<string | undefined>;
+
+/**
+ * In-process hooks by group name: each group stands where an MCP server would (its name is the
+ * `server` of `hook` events and of the injected JSON, and the prefix of the injected call's
+ * name), with at most one function per hook point.
+ * @example
+ * const hooks: InProcessHooks = { policy: { _Stop: (ctx) => ctx.lastAssistantText.includes("TODO") ? "Finish the TODOs" : "" } };
+ */
+export type InProcessHooks = Readonly<Record<string, Partial<Record<HookName, HookHandler>>>>;
 
 /** How one hook call on one server ended. */
 export interface HookResult {
@@ -49,6 +81,12 @@ export interface HookRunnerOptions {
   onEvent?: (event: AgentEvent) => void;
   /** Clock in ms for `durationMs`; default `performance.now`. */
   now?: () => number;
+  /**
+   * In-process hook functions (SPEC section 4.7), called after the servers, in key order;
+   * `MCP_HOOK_SERVERS` does not apply to them (passing them is the opt-in). Names must not be
+   * those of servers.
+   */
+  inProcess?: InProcessHooks;
 }
 
 /**
@@ -70,6 +108,9 @@ export class HookRunner {
   #onEvent: ((event: AgentEvent) => void) | undefined;
   #now: () => number;
   #timeouts = new Map<string, number>();
+  #inProcess: InProcessHooks;
+  /** In-process groups disabled after two consecutive timeouts. */
+  #disabled = new Set<string>();
 
   /** Creates a runner with every server's consecutive-timeout counter at 0; calls nothing. */
   constructor(options: HookRunnerOptions) {
@@ -78,12 +119,21 @@ export class HookRunner {
     this.#timeoutMs = options.timeoutMs;
     this.#onEvent = options.onEvent;
     this.#now = options.now ?? (() => performance.now());
+    this.#inProcess = options.inProcess ?? {};
   }
 
-  /** The servers `hook` would be called on now, in configuration order. */
+  /**
+   * The servers `hook` would be called on now, in configuration order, then the in-process
+   * groups that define it and are not disabled.
+   */
   targets(hook: string): string[] {
-    if (this.#allow.kind === "none") return [];
-    return this.#registry.hookServers(hook).filter((server) => hooksEnabledFor(this.#allow, server));
+    const servers = this.#allow.kind === "none"
+      ? []
+      : this.#registry.hookServers(hook).filter((server) => hooksEnabledFor(this.#allow, server));
+    const local = Object.keys(this.#inProcess).filter((name) =>
+      !this.#disabled.has(name) && typeof this.#inProcess[name]?.[hook as HookName] === "function"
+    );
+    return [...servers, ...local];
   }
 
   /** The current consecutive-timeout count of `server` (0 when none). */
@@ -95,10 +145,16 @@ export class HookRunner {
    * Calls `hook` on every enabled, connected server that lists it, concurrently, each
    * bounded by `timeoutMs` and never cancelled by the session (SPEC section 4.6). Resolves
    * with one result per server in configuration order once every call has ended; never
-   * throws. Events are emitted in the same order.
+   * throws. Events are emitted in the same order, to `options.onEvent` when given (a call
+   * outside a prompt), else to the runner's `onEvent`.
    */
-  async run(hook: HookName, meta: HookMeta): Promise<HookResult[]> {
-    const hookMeta = { event: HOOK_POINTS[hook].event, ...meta };
+  async run(
+    hook: HookName,
+    meta: HookMeta,
+    options: { onEvent?: (event: AgentEvent) => void } = {},
+  ): Promise<HookResult[]> {
+    const emit = options.onEvent ?? this.#onEvent;
+    const hookMeta: { event: string } & HookMeta = { event: HOOK_POINTS[hook].event, ...meta };
     const results = await Promise.all(this.targets(hook).map((server) => this.#callOne(server, hook, hookMeta)));
     for (const result of results) {
       const event: Extract<AgentEvent, { type: "hook" }> = {
@@ -110,8 +166,8 @@ export class HookRunner {
       };
       if (result.text !== undefined) event.text = result.text;
       if (result.message !== undefined) event.message = result.message;
-      this.#onEvent?.(event);
-      if (result.message !== undefined) this.#onEvent?.({ type: "warning", message: result.message });
+      emit?.(event);
+      if (result.message !== undefined) emit?.({ type: "warning", message: result.message });
     }
     return results;
   }
@@ -130,13 +186,14 @@ export class HookRunner {
     hook: HookName,
     meta: HookMeta,
     history: readonly HistoryItem[] = [],
+    options: { onEvent?: (event: AgentEvent) => void } = {},
   ): Promise<{ results: HookResult[]; injected: HookResult[]; items: HistoryItem[] }> {
-    const results = await this.run(hook, meta);
+    const results = await this.run(hook, meta, options);
     const injected = results.filter((r) => r.outcome === "objection");
     return { results, injected, items: injectionItems(hook, injected, this.#registry, history) };
   }
 
-  async #callOne(server: string, hook: string, hookMeta: Record<string, unknown>): Promise<HookResult> {
+  async #callOne(server: string, hook: HookName, hookMeta: { event: string } & HookMeta): Promise<HookResult> {
     const start = this.#now();
     const done = (fields: Omit<HookResult, "server" | "durationMs">): HookResult => ({
       server,
@@ -145,28 +202,76 @@ export class HookRunner {
     });
     let result: CallToolResult;
     try {
-      result = await this.#registry.callHook(server, hook, {
-        timeoutMs: this.#timeoutMs,
-        meta: { "sprout-agent/hook": hookMeta },
-      });
+      const handler = this.#inProcess[server]?.[hook];
+      result = handler !== undefined
+        ? await this.#callFunction(server, hook, handler, {
+          cwd: "",
+          lastAssistantText: "",
+          afterObjection: false,
+          prompt: 0,
+          ...structuredClone(hookMeta),
+        })
+        : await this.#registry.callHook(server, hook, {
+          timeoutMs: this.#timeoutMs,
+          meta: { "sprout-agent/hook": hookMeta },
+        });
     } catch (error) {
       if (error instanceof AgentError && error.code === "timeout") return done(this.#timedOut(server, hook));
       const detail = error instanceof Error ? error.message : String(error);
-      return done({ outcome: "error", message: `Hook "${hook}" of server "${server}" failed: ${detail}` });
+      return done({ outcome: "error", message: `Hook "${hook}" of ${this.#owner(server)} failed: ${detail}` });
     }
     this.#timeouts.set(server, 0);
-    return done(classify(server, hook, result));
+    return done(classify(this.#owner(server), hook, result));
+  }
+
+  /** `server "x"`, or `in-process hooks "x"`, for messages. */
+  #owner(server: string): string {
+    return `${this.#inProcess[server] !== undefined ? "in-process hooks" : "server"} ${JSON.stringify(server)}`;
+  }
+
+  /**
+   * Runs an in-process hook as a tool call would run: bounded by the hook timeout (its
+   * `signal` aborts then), a string result as one text block, a throw as an error.
+   */
+  async #callFunction(server: string, hook: string, handler: HookHandler, meta: HookCall): Promise<CallToolResult> {
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort(new AgentError("timeout", `Hook "${hook}" of "${server}" timed out`));
+        reject(new AgentError("timeout", `Hook "${hook}" of "${server}" timed out`));
+      }, this.#timeoutMs);
+    });
+    try {
+      const value = await Promise.race([Promise.resolve().then(() => handler(meta, controller.signal)), timeout]);
+      if (value === undefined) return { content: [] };
+      if (typeof value !== "string") {
+        return {
+          content: [{ type: "text", text: `the function returned ${typeof value}, not a string` }],
+          isError: true,
+        };
+      }
+      return { content: [{ type: "text", text: value }] };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   #timedOut(server: string, hook: string): Omit<HookResult, "server" | "durationMs"> {
     const count = (this.#timeouts.get(server) ?? 0) + 1;
-    let message = `Hook "${hook}" of server "${server}" timed out after ${
+    const local = this.#inProcess[server] !== undefined;
+    let message = `Hook "${hook}" of ${this.#owner(server)} timed out after ${
       formatSeconds(this.#timeoutMs)
     } s (${count}/${HOOK_TIMEOUTS_BEFORE_KILL})`;
     if (count >= HOOK_TIMEOUTS_BEFORE_KILL) {
       this.#timeouts.delete(server);
-      this.#registry.killServer(server, `hook timed out ${count} times in a row`);
-      message += `; server killed`;
+      if (local) {
+        this.#disabled.add(server);
+        message += "; its hooks are disabled for this session";
+      } else {
+        this.#registry.killServer(server, `hook timed out ${count} times in a row`);
+        message += `; server killed`;
+      }
     } else {
       this.#timeouts.set(server, count);
     }
@@ -180,7 +285,7 @@ export class HookRunner {
  * text and non-text-only content are `none` with a message (a warning). Empty output (no
  * content, or only empty strings) is the documented way to say "no objection": `none`, quiet.
  */
-function classify(server: string, hook: string, result: CallToolResult): Omit<HookResult, "server" | "durationMs"> {
+function classify(owner: string, hook: string, result: CallToolResult): Omit<HookResult, "server" | "durationMs"> {
   const blocks = Array.isArray(result.content) ? result.content : [];
   const texts = blocks.filter((b): b is { type: "text"; text: string } =>
     b.type === "text" && typeof b.text === "string"
@@ -188,14 +293,14 @@ function classify(server: string, hook: string, result: CallToolResult): Omit<Ho
   const text = texts.map((b) => b.text).join("\n");
   if (result.isError === true) {
     const detail = text.trim() === "" ? "no message" : clampUtf8(text.trim(), 1024, TRUNCATED_MARKER);
-    return { outcome: "error", message: `Hook "${hook}" of server "${server}" returned an error: ${detail}` };
+    return { outcome: "error", message: `Hook "${hook}" of ${owner} returned an error: ${detail}` };
   }
   if (text.trim() !== "") return { outcome: "objection", text: clampUtf8(text, MAX_HOOK_TEXT_BYTES, TRUNCATED_MARKER) };
   if (texts.length < blocks.length) {
-    return { outcome: "none", message: `Hook "${hook}" of server "${server}" returned no text, only other content` };
+    return { outcome: "none", message: `Hook "${hook}" of ${owner} returned no text, only other content` };
   }
   if (text !== "" && text.trim() === "") {
-    return { outcome: "none", message: `Hook "${hook}" of server "${server}" returned only whitespace` };
+    return { outcome: "none", message: `Hook "${hook}" of ${owner} returned only whitespace` };
   }
   return { outcome: "none" };
 }

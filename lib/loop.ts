@@ -1,15 +1,18 @@
 /**
- * One agent session and its prompts: rounds, tool execution, the `_Stop` gate and
- * compaction (SPEC sections 6, 7 and 8). No I/O of its own: the model, the tool registry
- * and the clock are passed in, so tests can hand it fakes.
+ * One agent session and its prompts: rounds, tool execution, the `_Stop` gate, compaction and
+ * the session's hook points (SPEC sections 6, 7 and 8). No I/O of its own: the model, the tool
+ * registry and the clock are passed in, so tests can hand it fakes.
  * @module
  */
 
+import process from "node:process";
 import type { Config } from "./config.ts";
 import { AgentError, isAbortError } from "./errors.ts";
 import { type AgentEvent, NO_REFUSAL_EXPLANATION, type PromptResult } from "./events.ts";
-import { hookMeta } from "./hook-points.ts";
-import { HookRunner } from "./hooks.ts";
+import { type HookContext, hookMeta, MAX_HOOK_CONTEXT_TEXT_BYTES } from "./hook-points.ts";
+import { HookRunner, type InProcessHooks } from "./hooks.ts";
+import { TRUNCATED_MARKER } from "./mcp/registry-tools.ts";
+import { clampUtf8 } from "./utf8.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
 import { type EventStream, eventStream } from "./stream.ts";
 import { prepareToolCalls, runToolCalls } from "./tool-calls.ts";
@@ -43,6 +46,10 @@ export interface SessionOptions {
   id?: string;
   /** Milliseconds clock for durations; default `Date.now`. */
   now?: () => number;
+  /** The working directory hooks see as `cwd` (SPEC section 2.3); default `process.cwd()`. */
+  cwd?: string;
+  /** In-process hook functions, beside the servers' hooks (SPEC section 4.7); default none. */
+  hooks?: InProcessHooks;
 }
 
 /**
@@ -57,6 +64,8 @@ export type PromptRun = EventStream<AgentEvent, PromptResult>;
 /** What the steps of one prompt share: its input and its counts so far. */
 interface PromptState {
   readonly text: string;
+  /** The prompt's 1-based number in the session. */
+  readonly number: number;
   readonly signal: AbortSignal;
   /** `now()` when the prompt started. */
   readonly started: number;
@@ -82,18 +91,29 @@ interface PromptState {
 export class AgentSession {
   /** The session id. */
   readonly id: string;
-  /** The conversation so far; valid for the next request after every prompt (SPEC section 6). */
+  /**
+   * The conversation so far; valid for the next request after every prompt (SPEC section 6).
+   * Change it between prompts only, by replacing, adding or removing items, never by editing
+   * an item in place: each item's size is measured once (`lib/history-index.ts`).
+   */
   readonly history: HistoryItem[] = [];
   /** `_Stop` objections used in this session (never reset; SPEC section 7.2). */
   stopRejections = 0;
   /** The first prompt of the session, kept for compaction summaries. */
   originalTask: string | undefined;
+  /** Prompts started in this session. */
+  prompts = 0;
   readonly #config: Config;
   readonly #model: Model;
   readonly #registry: ToolRegistry;
   readonly #now: () => number;
   readonly #hooks: HookRunner;
   readonly #compactor: Compactor;
+  readonly #cwd: string;
+  /** `_SessionStart` in flight or done (it fires once). */
+  #starting: Promise<void> | undefined;
+  /** `_SessionStart` items waiting for the first prompt (SPEC section 7.5). */
+  #pending: HistoryItem[] = [];
   #emit: (event: AgentEvent) => void = () => {};
   #busy = false;
   #idCounter = 0;
@@ -108,11 +128,13 @@ export class AgentSession {
     this.#model = options.model;
     this.#registry = options.registry;
     this.#now = options.now ?? Date.now;
+    this.#cwd = options.cwd ?? process.cwd();
     this.#hooks = new HookRunner({
       registry: options.registry,
       allow: options.config.hookServers,
       timeoutMs: options.config.hookTimeoutMs,
       onEvent: (event) => this.#emit(event),
+      ...(options.hooks === undefined ? {} : { inProcess: options.hooks }),
     });
     this.#compactor = new Compactor({
       config: options.config,
@@ -130,6 +152,48 @@ export class AgentSession {
   /** True while a prompt runs. */
   get busy(): boolean {
     return this.#busy;
+  }
+
+  /**
+   * The `_SessionStart` hook point (SPEC section 7.5): fires once, before the first prompt;
+   * its non-blank outputs are kept and injected right after the first prompt's user item. A
+   * later call does nothing; a first prompt without it fires it itself. Never throws.
+   * @param onEvent receives the `hook` and `warning` events of the calls
+   */
+  start(onEvent: (event: AgentEvent) => void = () => {}): Promise<void> {
+    this.#starting ??= this.#sessionHook("_SessionStart", onEvent).then((items) => {
+      this.#pending = items;
+    });
+    return this.#starting;
+  }
+
+  /**
+   * The `_SessionEnd` hook point (SPEC section 7.5): called by `Agent.close` before the servers
+   * close; each call bounded by the hook timeout. Its outputs are only reported, as `hook`
+   * events with their text. Never throws.
+   * @param onEvent receives the `hook` and `warning` events of the calls
+   */
+  async end(onEvent: (event: AgentEvent) => void = () => {}): Promise<void> {
+    await this.#sessionHook("_SessionEnd", onEvent);
+  }
+
+  /** Fires a session hook point (round 0), its events to `onEvent`; resolves with its items. */
+  async #sessionHook(
+    hook: "_SessionStart" | "_SessionEnd",
+    onEvent: (event: AgentEvent) => void,
+  ): Promise<HistoryItem[]> {
+    const meta = hookMeta(0, this.stopRejections, this.#config.stopMaxRejections, this.#hookContext(undefined));
+    return (await this.#hooks.fire(hook, meta, this.history, { onEvent })).items;
+  }
+
+  /** The session fields of a hook's `_meta` (SPEC section 2.3). */
+  #hookContext(prompt: PromptState | undefined): HookContext {
+    return {
+      cwd: this.#cwd,
+      lastAssistantText: lastAssistantText(this.history),
+      afterObjection: prompt?.objectedLast ?? false,
+      prompt: prompt?.number ?? this.prompts,
+    };
   }
 
   /**
@@ -163,10 +227,13 @@ export class AgentSession {
    * gate) or the tool calls.
    */
   async #run(text: string, signal: AbortSignal): Promise<PromptResult> {
+    await this.start(this.#emit);
     this.originalTask ??= text;
+    this.prompts++;
     this.history.push({ role: "user", text });
     const prompt: PromptState = {
       text,
+      number: this.prompts,
       signal,
       started: this.#now(),
       usage: { inputTokens: 0, outputTokens: 0 },
@@ -176,6 +243,16 @@ export class AgentSession {
       objectedLast: false,
       pauses: 0,
     };
+    // _SessionStart (first prompt) and _UserPromptSubmit output follows the user item: the
+    // shape of a tool round, which every wire format and chat template accepts (SPEC 7.5).
+    this.history.push(...this.#pending);
+    this.#pending = [];
+    const submitted = await this.#hooks.fire(
+      "_UserPromptSubmit",
+      hookMeta(1, this.stopRejections, this.#config.stopMaxRejections, this.#hookContext(prompt)),
+      this.history,
+    );
+    this.history.push(...submitted.items);
     while (true) {
       const result = await this.#round(prompt);
       if (result !== undefined) return result;
@@ -219,6 +296,7 @@ export class AgentSession {
       emit: this.#emit,
       round: prompt.rounds + 1,
       rejectionsUsed: this.stopRejections,
+      hookContext: this.#hookContext(prompt),
       originalTask: this.originalTask,
       usage: prompt.usage,
       tools,
@@ -297,12 +375,12 @@ export class AgentSession {
 
   /**
    * The `_Stop` hook point (SPEC section 7, lib/hook-points.ts): an objection injects its
-   * text and the prompt goes on; no objection, an objection in the round before, or an
-   * exhausted budget ends the turn.
+   * text and the prompt goes on; no objection, an objection in the round before (unless
+   * `stopDeclinedTwice` is off), or an exhausted budget ends the turn.
    */
   async #stopGate(prompt: PromptState): Promise<PromptResult | undefined> {
     const max = this.#config.stopMaxRejections;
-    if (prompt.objectedLast) return this.#finish(prompt, "end_turn");
+    if (prompt.objectedLast && this.#config.stopDeclinedTwice) return this.#finish(prompt, "end_turn");
     if (this.stopRejections >= max) {
       if (max > 0 && this.#hooks.targets("_Stop").length > 0) {
         this.#emit({
@@ -314,7 +392,7 @@ export class AgentSession {
     }
     const { injected, items } = await this.#hooks.fire(
       "_Stop",
-      hookMeta(prompt.rounds, this.stopRejections, max),
+      hookMeta(prompt.rounds, this.stopRejections, max, this.#hookContext(prompt)),
       this.history,
     );
     if (injected.length === 0) return this.#finish(prompt, "end_turn");
@@ -387,6 +465,20 @@ export class AgentSession {
     if (response.native !== undefined && hasNative) item.native = response.native;
     this.history.push(item);
   }
+}
+
+/**
+ * The text of the last assistant item with text, clamped for a hook's `_meta` (SPEC 2.3):
+ * injected hook calls have none, so they are skipped.
+ */
+function lastAssistantText(history: readonly HistoryItem[]): string {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const item = history[i]!;
+    if (item.role === "assistant" && item.text.trim() !== "") {
+      return clampUtf8(item.text, MAX_HOOK_CONTEXT_TEXT_BYTES, TRUNCATED_MARKER);
+    }
+  }
+  return "";
 }
 
 /** Maps a tool-less response's provider stop to a prompt stop (SPEC section 6.5). */

@@ -4,11 +4,12 @@
  * @module
  */
 
-import { numberedCallId, unusedId, usedCallIds } from "./call-ids.ts";
+import { numberedCallId, unusedId } from "./call-ids.ts";
 import { isAbortError } from "./errors.ts";
 import type { AgentEvent } from "./events.ts";
 import { TOOL_NAME_PATTERN } from "./mcp/registry-tools.ts";
 import type { ToolOutcome, ToolRegistry } from "./mcp/types.ts";
+import { historyIndex } from "./history-index.ts";
 import { contentText, formatToolContent } from "./results.ts";
 import type { HistoryItem, LlmResponse, ToolCall } from "./types.ts";
 
@@ -35,7 +36,8 @@ export interface PreparedCalls {
  * request fail: it is kept as {@link INVALID_TOOL_NAME} and answered `unknown tool: "<name>"`
  * (SPEC section 2.2). Arguments that were not a JSON object (`response.argumentErrors`) are
  * answered with that error instead of running the tool.
- * @param history the session's history, whose ids must not be reused
+ * @param history the session's history, whose ids must not be reused (looked up in its
+ *   incremental index, `lib/history-index.ts`, so the cost does not grow with the history)
  * @param newId returns a new number for each fresh id
  * @example
  * prepareToolCalls({ toolCalls: [{ id: "call_0", name: "fs__read", arguments: {} }] }, history, () => ++n)
@@ -46,12 +48,14 @@ export function prepareToolCalls(
   history: readonly HistoryItem[],
   newId: () => number,
 ): PreparedCalls {
-  const used = usedCallIds(history);
+  const index = historyIndex(history);
+  const batch = new Set<string>();
+  const used = { has: (id: string) => batch.has(id) || index.has(id) };
   const refused: Record<string, string> = {};
   const calls = response.toolCalls.map((original) => {
     let id = original.id;
     if (!LEGAL_ID.test(id) || used.has(id)) id = unusedId(used, () => numberedCallId("call", newId()));
-    used.add(id);
+    batch.add(id);
     const call = id === original.id ? original : { ...original, id };
     if (!TOOL_NAME_PATTERN.test(call.name)) {
       refused[id] = `unknown tool: ${JSON.stringify(call.name)} (not a tool name the API accepts)`;

@@ -78,6 +78,7 @@ describe("acp: protocol errors and session rules", () => {
       loadSession: false,
       promptCapabilities: { image: false, audio: false, embeddedContext: false },
       mcpCapabilities: { http: true, sse: false },
+      sessionCapabilities: { close: {} },
     });
     assert.equal(reply.result.agentInfo.name, "sprout-agent");
     assert.match(reply.result.agentInfo.version, /^\d+\.\d+\.\d+/);

@@ -6,13 +6,14 @@ import {
   freshContext,
   HANDOFF_PREFIX,
   historyBytes,
+  requestOverheadBytes,
   shouldCompact,
   SUMMARY_MAX_OUTPUT_TOKENS,
   tokenThreshold,
   truncateHistory,
   UsageBaseline,
 } from "../lib/compaction.ts";
-import type { HistoryItem } from "../lib/types.ts";
+import type { HistoryItem, ToolDef } from "../lib/types.ts";
 import { historyProblems, prng, randomHistory } from "./helpers/history.ts";
 
 const bytes = (s: string): number => new TextEncoder().encode(s).length;
@@ -53,6 +54,42 @@ describe("threshold and estimate (SPEC 8.1)", () => {
     const h: HistoryItem[] = [user("héllo 😀"), calls("a"), result("a", "日本")];
     assert.equal(historyBytes(h), bytes(JSON.stringify(h)));
     assert.equal(historyBytes([]), 2);
+  });
+
+  test("request overhead is the system prompt's bytes plus the tools' JSON, whether the tools are the same array, equal copies or changed", () => {
+    const schema = { type: "object", properties: { path: { type: "string", description: "chemin é" } } };
+    const defs: ToolDef[] = [
+      { name: "fs__read", description: "Reads 📄", inputSchema: schema },
+      { name: "fs__write", description: "Writes", inputSchema: { type: "object" } },
+    ];
+    const expected = (system: string, tools: unknown[]) =>
+      bytes(system) + (tools.length === 0 ? 0 : bytes(JSON.stringify(tools)));
+    const variants: { what: string; tools: ToolDef[] }[] = [
+      { what: "the same array", tools: defs },
+      { what: "copies of the definitions, as the registry lists them each round", tools: defs.map((d) => ({ ...d })) },
+      { what: "a changed description", tools: [{ ...defs[0]!, description: "Reads files" }, defs[1]!] },
+      { what: "a new schema object", tools: [{ ...defs[0]!, inputSchema: { type: "object" } }, defs[1]!] },
+      {
+        what: "keys in another order",
+        tools: [{ inputSchema: schema, name: "fs__read", description: "Reads 📄" }, defs[1]!],
+      },
+      { what: "an extra key", tools: [{ ...defs[0]!, extra: "x" } as ToolDef, defs[1]!] },
+      { what: "one tool fewer", tools: [defs[0]!] },
+      { what: "the first list again", tools: defs },
+      { what: "no tools", tools: [] },
+      { what: "the first list, then changed in place", tools: defs },
+    ];
+    for (const system of ["", "Système 🤖"]) {
+      defs.splice(2);
+      for (const { what, tools } of variants) {
+        if (what.endsWith("changed in place")) defs.push({ name: "fs__list", description: "Lists", inputSchema: {} });
+        assert.equal(
+          requestOverheadBytes(system, tools),
+          expected(system, tools),
+          `${what}, system ${JSON.stringify(system)}`,
+        );
+      }
+    }
   });
 
   test("before any usage the estimate is the history's bytes", () => {

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { loadConfig, parseHookServers, requireProvider } from "../lib/config.ts";
+import { loadConfig, parseHookServers, requireProvider, serverStderrShown } from "../lib/config.ts";
 import { AgentError } from "../lib/errors.ts";
 
 const noFile = (p: string): string => {
@@ -124,5 +124,25 @@ describe("base URLs", () => {
       loadConfig({ ANTHROPIC_BASE_URL: " http://127.0.0.1:9/ " }, () => "").anthropic.baseUrl,
       "http://127.0.0.1:9/",
     );
+  });
+});
+
+describe("SPROUT_AGENT_SERVER_STDERR (SPEC section 9)", () => {
+  test("show or hide in any case and spacing; unset takes the caller's default", () => {
+    assert.equal(serverStderrShown({}, true), true);
+    assert.equal(serverStderrShown({}, false), false);
+    assert.equal(serverStderrShown({ SPROUT_AGENT_SERVER_STDERR: " Show " }, false), true);
+    assert.equal(serverStderrShown({ SPROUT_AGENT_SERVER_STDERR: "HIDE" }, true), false);
+  });
+
+  test("anything else, empty included, is a configuration error naming the variable", () => {
+    for (const raw of ["", "yes", "1"]) {
+      assert.throws(
+        () => serverStderrShown({ SPROUT_AGENT_SERVER_STDERR: raw }, true),
+        (e: unknown) =>
+          e instanceof AgentError && e.code === "config" &&
+          e.message === `Invalid SPROUT_AGENT_SERVER_STDERR: ${JSON.stringify(raw)} must be show or hide`,
+      );
+    }
   });
 });

@@ -109,7 +109,8 @@ describe("agent CLI with the example hook servers", () => {
         assert.deepEqual(injected.map((h) => h.server), ["todo", "tests"]);
         assert.match(injected[0]!.text, /^You have open todo items\. Keep working\.\n\n\[ \] 1\. Make add\(\) add/);
         assert.match(injected[1]!.text, /adds two numbers|running/);
-        const hooks = run.events.filter((e) => e["type"] === "hook").map((e) => [e["server"], e["outcome"]]);
+        const hooks = run.events.filter((e) => e["type"] === "hook" && e["hook"] === "_Stop")
+          .map((e) => [e["server"], e["outcome"]]);
         assert.deepEqual(hooks, [["todo", "objection"], ["tests", "objection"], ["todo", "none"], ["tests", "none"]]);
         const result = run.events.at(-1)!;
         assert.equal(result["stopReason"], "end_turn");

@@ -6,6 +6,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import process from "node:process";
 import { injectedHooks, messagesOf, runPrompt, type TestSession, toolNamesOf, withSession } from "./helpers/session.ts";
 import { alive } from "./helpers/processes.ts";
 
@@ -82,12 +83,20 @@ describe("SPEC 2: hooks are invisible to the LLM", () => {
           round: 2,
           rejectionsUsed: 0,
           rejectionsLeft: 2,
+          cwd: process.cwd(),
+          lastAssistantText: "done",
+          afterObjection: false,
+          prompt: 1,
         });
         assert.deepEqual(stops[1]!.meta["sprout-agent/hook"], {
           event: "Stop",
           round: 4,
           rejectionsUsed: 1,
           rejectionsLeft: 1,
+          cwd: process.cwd(),
+          lastAssistantText: "done",
+          afterObjection: false,
+          prompt: 1,
         });
         assert.equal(
           calls.filter((c) => c.tool === "echo").every((c) => c.meta["sprout-agent/hook"] === undefined),

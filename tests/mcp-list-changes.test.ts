@@ -192,8 +192,84 @@ describe("modern-era tool-list changes over Streamable HTTP (SDK 2.x createMcpHa
   });
 });
 
+/** Calls `registry.listTools()` `n` times, as `n` rounds do, and returns the last list's names. */
+async function rounds(registry: ToolRegistry, n: number): Promise<string[]> {
+  let list: string[] = [];
+  for (let i = 0; i < n; i++) list = names(await registry.listTools());
+  return list;
+}
+
+/** Lists again until `name` shows (a notice on the listen stream arrives on its own time). */
+async function untilListed(registry: ToolRegistry, name: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (names(await registry.listTools()).includes(name)) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("tools/list requests per round against the SDK 2.x server over HTTP (2026-07-28 caching rules)", () => {
+  test("ttlMs 0 (the SDK's default): stale at once, so every round after the first sends tools/list", async () => {
+    const log = join(dir, "rounds-zero.log");
+    await withHttp(["--log", log], async ({ url }) => {
+      await withRegistry(http(url), async (registry) => {
+        assert.deepEqual(await rounds(registry, 5), ["s__search"]);
+        // One at the start (it serves round 1), one for each of rounds 2 to 5.
+        assert.equal(count(methods(log), "tools/list"), 5, methods(log).join(", "));
+      });
+    });
+  });
+
+  test("ttlMs 600000: one tools/list for five rounds", async () => {
+    const log = join(dir, "rounds-long.log");
+    await withHttp(["--ttl-ms", "600000", "--log", log], async ({ url }) => {
+      await withRegistry(http(url), async (registry) => {
+        assert.deepEqual(await rounds(registry, 5), ["s__search"]);
+        assert.equal(count(methods(log), "tools/list"), 1, methods(log).join(", "));
+      });
+    });
+  });
+
+  test("no ttlMs, tools.listChanged: no tools/list while no change is announced; the notice on the listen stream makes the next round list again, once", async () => {
+    const log = join(dir, "rounds-absent.log");
+    await withHttp(["--no-ttl", "--log", log], async ({ url }) => {
+      await withRegistry(http(url), async (registry, era, warnings) => {
+        assert.equal(era(), "modern");
+        assert.deepEqual(await rounds(registry, 5), ["s__search"]);
+        assert.equal(count(methods(log), "tools/list"), 1, methods(log).join(", "));
+        assert.equal(count(methods(log), "subscriptions/listen"), 1, methods(log).join(", "));
+        await callSearch(registry);
+        await untilListed(registry, "s__summarize");
+        await expectChanged(registry);
+        assert.deepEqual(await rounds(registry, 5), ["s__summarize"]);
+        assert.equal(count(methods(log), "tools/list"), 2, methods(log).join(", "));
+        assert.deepEqual(warnings, []);
+      });
+    });
+  });
+
+  test("no ttlMs and no change notices: one tools/list until a call is refused as unknown, then one more, which shows the change", async () => {
+    const log = join(dir, "rounds-absent-quiet.log");
+    await withHttp(["--no-ttl", "--quiet", "--log", log], async ({ url }) => {
+      await withRegistry(http(url), async (registry) => {
+        await callSearch(registry);
+        await new Promise((r) => setTimeout(r, 300));
+        // The change was never announced: the list is kept as listed.
+        assert.deepEqual(await rounds(registry, 5), ["s__search"]);
+        assert.equal(count(methods(log), "tools/list"), 1, methods(log).join(", "));
+        assert.equal(count(methods(log), "subscriptions/listen"), 0, methods(log).join(", "));
+        // The server refuses the tool it dropped (JSON-RPC -32602): the next round lists again.
+        const refused = await registry.callTool("s__search", {}, call);
+        assert.equal(refused.isError, true);
+        assert.match(textOf(refused), /JSON-RPC error -32602/);
+        await expectChanged(registry);
+        assert.equal(count(methods(log), "tools/list"), 2, methods(log).join(", "));
+      });
+    });
+  });
+});
+
 describe("McpConnection.toolsStale", () => {
-  test("modern: stale at once for ttlMs 0, fresh for a long ttlMs until a change notice arrives; legacy: never (notices only)", async () => {
+  test("modern: stale at once for ttlMs 0, fresh for a long ttlMs or without ttlMs until a change notice arrives; legacy: never (notices only)", async () => {
     const changes: string[] = [];
     const open = (args: string[], protocol?: McpEra) =>
       connectMcp(stdio(args, protocol), {
@@ -222,6 +298,18 @@ describe("McpConnection.toolsStale", () => {
       await long.close();
     }
     assert.equal(long.toolsStale, false, "a closed connection is not stale");
+    const absent = await open(["--no-ttl"]);
+    try {
+      await absent.listTools();
+      assert.equal(absent.era, "modern");
+      assert.equal(absent.toolsStale, false, "no ttlMs: fresh until a change notice");
+      await absent.callTool("search", {});
+      assert.equal(absent.toolsStale, true);
+      await absent.listTools();
+      assert.equal(absent.toolsStale, false);
+    } finally {
+      await absent.close();
+    }
     const legacy = await open([], "legacy");
     try {
       await legacy.listTools();

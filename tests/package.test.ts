@@ -8,53 +8,11 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import process from "node:process";
+import { offlineEnv, ok, packOnce, run } from "./helpers/pack.ts";
 import { repoRoot, runsOnce } from "./helpers/runtime.ts";
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** npm must not reach a registry: every request goes to a closed port. */
-function offlineEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(npm_|SPROUT_AGENT_|ANTHROPIC_|OPENAI_COMPAT_)/i.test(k)) env[k] = v;
-  }
-  return {
-    ...env,
-    NO_COLOR: "1",
-    npm_config_registry: "http://127.0.0.1:9/",
-    npm_config_update_notifier: "false",
-    ...extra,
-  };
-}
-
-function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = offlineEnv()): Promise<Ran> {
-  const child = spawn(cmd, args, { cwd, env });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => (stdout += d));
-  child.stderr.on("data", (d) => (stderr += d));
-  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-  return new Promise((resolve) =>
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    })
-  );
-}
-
-function ok(ran: Ran, what: string): string {
-  assert.equal(ran.code, 0, `${what} failed:\n${ran.stderr}\n${ran.stdout}`);
-  return ran.stdout;
-}
 
 // What to change when the entry point changes (e.g. to `createAgent`): the import, and the
 // prompt run it makes (which must leave `run`, with its events and `run.result`, and `close`).
@@ -90,15 +48,13 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "sprout-pkg-"));
-    const packed = JSON.parse(
-      ok(await run("npm", ["pack", "--json", "--pack-destination", dir], repoRoot), "npm pack").replace(/^[^[]*/, ""),
-    );
-    files = (packed[0].files as Array<{ path: string }>).map((f) => f.path);
+    const { tarball, files: packedFiles } = await packOnce();
+    files = packedFiles;
     project = join(dir, "project");
     mkdirSync(project);
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
     ok(
-      await run("npm", ["install", "--offline", "--no-audit", "--no-fund", join(dir, packed[0].filename)], project),
+      await run("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], project),
       "npm install",
     );
     writeFileSync(join(project, "script.json"), JSON.stringify([{ text: "hello from the package" }]));

@@ -80,7 +80,12 @@ async function settledStop(stop: () => Promise<string>): Promise<string> {
 
 describe("options", () => {
   test("flags win over the environment; defaults are bun test, the current folder and 600 s", () => {
-    assert.deepEqual(gateOptions({}, {}), { command: "bun test", cwd: process.cwd(), timeoutMs: 600_000 });
+    assert.deepEqual(gateOptions({}, {}), {
+      command: "bun test",
+      cwd: process.cwd(),
+      timeoutMs: 600_000,
+      followAgentCwd: true,
+    });
     const o = gateOptions({ cmd: "deno test -A", timeout: "1.5" }, { TEST_GATE_CMD: "x", TEST_GATE_TIMEOUT_SECS: "9" });
     assert.deepEqual([o.command, o.timeoutMs], ["deno test -A", 1500]);
     assert.equal(gateOptions({}, { TEST_GATE_TIMEOUT_SECS: "7" }).timeoutMs, 7000);

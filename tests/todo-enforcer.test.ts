@@ -124,7 +124,7 @@ describe("todo-enforcer app in-process", () => {
       const client = await httpClient("http://127.0.0.1/mcp", { fetch: appFetch(app), mode });
       try {
         const names = (await client.listTools()).tools.map((tool) => tool.name).sort();
-        assert.deepEqual(names, ["_PostCompact", "_Stop", "todo"]);
+        assert.deepEqual(names, ["_PostCompact", "_SessionEnd", "_SessionStart", "_Stop", "todo"]);
         const meta = sessionMeta(`s-${mode}`);
         assert.equal(resultText(await client.callTool({ name: "_Stop", arguments: {}, ...meta })), "");
         assert.equal(resultText(await client.callTool({ name: "_PostCompact", arguments: {}, ...meta })), "");
@@ -253,7 +253,7 @@ describe("todo-enforcer app in-process", () => {
       fetch: appFetch(app, { authorization: "Bearer s3cret" }),
     });
     try {
-      assert.equal((await client.listTools()).tools.length, 3);
+      assert.equal((await client.listTools()).tools.length, 5);
     } finally {
       await client.close();
     }
@@ -331,6 +331,8 @@ describe("todo-enforcer as a process", () => {
       try {
         assert.deepEqual((await client.listTools()).tools.map((tool) => tool.name).sort(), [
           "_PostCompact",
+          "_SessionEnd",
+          "_SessionStart",
           "_Stop",
           "todo",
         ]);

@@ -162,6 +162,7 @@ export class Connection implements McpConnection {
       maxLineBytes: this.#options.maxLineBytes ?? 4_194_304,
       newPeer: (send) => this.#newPeer(send),
       onWarning: (m) => this.#warn(m),
+      onStderrLine: this.#options.onStderr,
       onExit: (info) => {
         if (this.#proc !== stdio.proc) return;
         this.#dead = true;

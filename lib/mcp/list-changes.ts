@@ -3,7 +3,10 @@
  * unsolicited `notifications/tools/list_changed`; in the modern era, a `subscriptions/listen`
  * stream for `toolsListChanged` (opened, like the official v2 client's, when
  * `server/discover` advertises `tools.listChanged`), its acknowledgement and its end, and the
- * `ttlMs` freshness hint of each `tools/list` result.
+ * `ttlMs` freshness hint of each `tools/list` result. A modern list is fresh until its hint
+ * elapses (at once for `ttlMs: 0`) or, when the server sent no hint, until a change notice or
+ * the end of the subscription: the 2026-07-28 caching rules let a client without a hint rely
+ * on "its own caching heuristics or notifications" (SPEC section 6.3).
  * @module
  */
 
@@ -41,14 +44,18 @@ const SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId";
 const TOOLS_LIST_CHANGED = "notifications/tools/list_changed";
 
 /**
- * The `ttlMs` freshness hint of one `tools/list` page in ms (SPEC section 10; the
- * specification's caching rules): absent, not a number or negative is 0 (stale at once);
- * capped at {@link MAX_TOOLS_TTL_MS}.
+ * The `ttlMs` freshness hint of one `tools/list` page in ms, as the 2026-07-28 caching rules
+ * read it (SPEC section 10): a number is the hint, negative counting as 0 (stale at once) and
+ * capped at {@link MAX_TOOLS_TTL_MS}; absent (or not a number, as the official v2 client reads
+ * it) is `undefined`: no hint, so the client relies on "its own caching heuristics or
+ * notifications", which for the agent means change notices alone (see `listToolPages`).
+ * @example toolsTtlMs({ ttlMs: 60000 }) // 60000
+ * @example toolsTtlMs({}) // undefined
  */
-export function toolsTtlMs(result: { ttlMs?: unknown }): number {
+export function toolsTtlMs(result: { ttlMs?: unknown }): number | undefined {
   const ttl = result.ttlMs;
-  if (typeof ttl !== "number" || !Number.isFinite(ttl) || ttl <= 0) return 0;
-  return Math.min(ttl, MAX_TOOLS_TTL_MS);
+  if (typeof ttl !== "number" || Number.isNaN(ttl)) return undefined;
+  return Math.min(Math.max(0, ttl), MAX_TOOLS_TTL_MS);
 }
 
 /** What a {@link ToolListChanges} needs from its connection. */

@@ -23,6 +23,8 @@ export interface ServerHandleOptions {
   now: () => number;
   random: () => number;
   warn: (message: string) => void;
+  /** Each line of a stdio server's stderr, with the server's name (`RegistryOptions.onServerStderr`). */
+  stderr?: ((server: string, line: string) => void) | undefined;
   /** The visible tools may have changed (new list, server given up). */
   changed: () => void;
 }
@@ -88,6 +90,7 @@ export class ServerHandle {
       ...o.connectOptions,
       initTimeoutMs: o.initTimeoutMs,
       onWarning: (message) => o.warn(`Server "${this.name}": ${message}`),
+      ...(o.stderr === undefined ? {} : { onStderr: (line: string) => o.stderr?.(this.name, line) }),
       onToolsChanged: () => {
         if (this.#generation === generation) this.stale = true;
       },

@@ -54,6 +54,12 @@ export interface RegistryOptions {
   env?: Record<string, string | undefined>;
   /** Non-fatal problems: a server died (with its stderr tail), tools dropped or skipped. */
   onWarning?: (message: string) => void;
+  /**
+   * Each line a stdio server writes to stderr, as it arrives, with the server's name (the
+   * CLI prints it as `[name] line` on its stderr); default none. The tail shown when a server
+   * dies is kept either way (SPEC section 10).
+   */
+  onServerStderr?: (server: string, line: string) => void;
   /** Default: `connectMcp` of `./client.ts`. */
   connect?: ConnectFn;
   /** First restart backoff in ms, doubled per failed attempt; default 500. */
@@ -150,6 +156,7 @@ class McpRegistry implements ToolRegistry {
       now: options.now ?? Date.now,
       random: options.random ?? Math.random,
       warn: this.#warn,
+      stderr: options.onServerStderr,
       changed: () => {
         this.#dirty = true;
       },
@@ -265,6 +272,10 @@ class McpRegistry implements ToolRegistry {
       return toolOutcome(await conn.callTool(bare, args, request));
     } catch (error) {
       if (isAbortError(error)) throw error;
+      // The 2026-07-28 caching rules let a client list again early when a call's error says the
+      // tool or its parameters are unknown: its list may be out of date (SPEC 6.3).
+      const code = (error as { rpcCode?: unknown }).rpcCode;
+      if (code === -32601 || code === -32602) server.stale = true;
       return failure(await this.#failureText(server, conn, name, error, options.timeoutMs));
     }
   }
@@ -308,6 +319,15 @@ class McpRegistry implements ToolRegistry {
     return this.#servers
       .filter((s) => s.status === "connected" && s.tools.some((t) => t.name === hook))
       .map((s) => s.name);
+  }
+
+  hookTools(): Array<{ server: string; tools: McpTool[] }> {
+    return this.#servers
+      .filter((s) => s.status === "connected")
+      .map((s) => ({
+        server: s.name,
+        tools: s.tools.filter((t) => typeof t.name === "string" && t.name.startsWith("_")),
+      }));
   }
 
   async callHook(

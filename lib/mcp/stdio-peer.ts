@@ -28,6 +28,8 @@ export interface StdioPeerOptions {
   newPeer: (send: (message: JsonRpcMessage) => Promise<void>) => JsonRpcPeer;
   /** Non-fatal problems. */
   onWarning: (message: string) => void;
+  /** Each line of the server's stderr (see `SpawnStdioOptions.onStderrLine`). */
+  onStderrLine?: ((line: string) => void) | undefined;
   /** The process ended (see `SpawnStdioOptions.onExit`). */
   onExit: (info: McpExitInfo) => void;
 }
@@ -48,6 +50,7 @@ export function openStdioPeer(
     maxLineBytes,
     onMessage: (m) => peer.receive(m),
     onWarning: options.onWarning,
+    ...(options.onStderrLine === undefined ? {} : { onStderrLine: options.onStderrLine }),
     onOversize: (line) => failOversize(peer, line, { name, maxLineBytes }),
     onExit: options.onExit,
   });

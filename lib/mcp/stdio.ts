@@ -35,6 +35,8 @@ export const PASS_THROUGH_ENV: readonly string[] = [
 
 /** The size of the stderr tail kept per server, in bytes (UTF-16 units, close enough). */
 export const STDERR_TAIL_BYTES = 64 * 1024;
+/** The longest stderr line handed to `onStderrLine`, in UTF-16 units; a longer one is handed on in pieces. */
+export const STDERR_LINE_CHARS = 16 * 1024;
 
 /**
  * The environment a stdio server gets: the pass-through variables (and every `LC_*`) from
@@ -170,6 +172,12 @@ export interface SpawnStdioOptions {
    */
   onOversize?: (line: OversizeLine) => void;
   onWarning: (message: string) => void;
+  /**
+   * Each line the server writes to stderr, as it arrives, without its line end (`\n` or
+   * `\r\n`); a line longer than {@link STDERR_LINE_CHARS} comes in pieces of that size, and an
+   * unfinished last line when the process ends. The tail is kept whether or not this is set.
+   */
+  onStderrLine?: (line: string) => void;
   /** The process ended (after its stderr was drained, at most ~100 ms later). */
   onExit: (info: McpExitInfo) => void;
 }
@@ -239,6 +247,8 @@ class StdioChild implements StdioProcess {
   #alive = true;
   #stderr = "";
   #stderrDecoder = new TextDecoder();
+  /** The unfinished stderr line, for `onStderrLine`. */
+  #stderrLine = "";
   #lineParts: string[] = [];
   #lineBytes = 0;
   #skipping = false;
@@ -262,7 +272,7 @@ class StdioChild implements StdioProcess {
     const stderrDone = new Promise<void>((r) => (stderrEnded = r));
     child.stderr?.on(
       "data",
-      (chunk: Uint8Array) => this.#appendStderr(this.#stderrDecoder.decode(chunk, { stream: true })),
+      (chunk: Uint8Array) => this.#onStderr(this.#stderrDecoder.decode(chunk, { stream: true })),
     );
     child.stderr?.on("end", () => stderrEnded());
     child.stderr?.on("error", () => stderrEnded());
@@ -278,7 +288,9 @@ class StdioChild implements StdioProcess {
         killGroup(pid, "SIGKILL");
         liveGroups.delete(pid);
         const settle = () => {
-          this.#appendStderr(this.#stderrDecoder.decode());
+          this.#onStderr(this.#stderrDecoder.decode());
+          if (this.#stderrLine !== "") this.#options.onStderrLine?.(this.#stderrLine);
+          this.#stderrLine = "";
           if (extra) this.#appendStderr(extra);
           const info: McpExitInfo = { code, signal, stderrTail: this.#stderr };
           resolveExit(info);
@@ -349,6 +361,26 @@ class StdioChild implements StdioProcess {
   async #waitExit(ms: number): Promise<boolean> {
     if (!this.#alive) return true;
     return (await withTimeout(this.exited.then(() => true), ms)) ?? false;
+  }
+
+  /** Server output on stderr: kept in the tail, and handed on line by line when asked. */
+  #onStderr(text: string): void {
+    this.#appendStderr(text);
+    const onLine = this.#options.onStderrLine;
+    if (onLine === undefined || text === "") return;
+    const lines = (this.#stderrLine + text).split("\n");
+    this.#stderrLine = lines.pop() ?? "";
+    const pieces = (line: string) => {
+      for (let at = 0; at < line.length || at === 0; at += STDERR_LINE_CHARS) {
+        onLine(line.slice(at, at + STDERR_LINE_CHARS));
+      }
+    };
+    for (const line of lines) pieces(line.endsWith("\r") ? line.slice(0, -1) : line);
+    if (this.#stderrLine.length > STDERR_LINE_CHARS) {
+      const keep = this.#stderrLine.length % STDERR_LINE_CHARS;
+      pieces(this.#stderrLine.slice(0, this.#stderrLine.length - keep));
+      this.#stderrLine = this.#stderrLine.slice(this.#stderrLine.length - keep);
+    }
   }
 
   #appendStderr(text: string): void {

@@ -1,7 +1,8 @@
 /**
  * `tools/list` paging (SPEC section 10): follows `nextCursor` until the last page, a repeated
  * cursor or {@link MAX_TOOL_PAGES} pages; skips nameless tools and repeated names; reads the
- * freshness of the whole list from the `ttlMs` of its pages.
+ * freshness of the whole list from the `ttlMs` of its pages (absent on all: fresh until a
+ * change notice).
  * @module
  */
 
@@ -26,7 +27,9 @@ export interface ToolPages {
   tools: McpTool[];
   /**
    * When the list stops being fresh (`performance.now()` ms): the earliest expiry of its
-   * pages' `ttlMs` hints, each page counted from its own arrival.
+   * pages' `ttlMs` hints, each page counted from its own arrival (the 2026-07-28 caching rules
+   * for pagination). A page without a hint sets no limit; a list none of whose pages has one is
+   * fresh until a change notice (`Infinity`).
    */
   freshUntil: number;
 }
@@ -59,7 +62,8 @@ export async function listToolPages(
       throw new AgentError("mcp", `Request "tools/list" to server "${name}" failed: the result has no "tools" list`);
     }
     // Each page is fresh for its own ttlMs from its arrival; the list, until the first expires.
-    freshUntil = Math.min(freshUntil, performance.now() + toolsTtlMs(result));
+    const ttl = toolsTtlMs(result);
+    if (ttl !== undefined) freshUntil = Math.min(freshUntil, performance.now() + ttl);
     for (const tool of result.tools) {
       const t = typeof tool === "object" && tool !== null && !Array.isArray(tool)
         ? tool as Record<string, unknown>

@@ -160,6 +160,11 @@ export interface McpConnectOptions {
   /** Non-fatal problems (a repeated cursor, an unparseable line). */
   onWarning?: (message: string) => void;
   /**
+   * Each line a stdio server writes to stderr, as it arrives, without its line end (pieces of
+   * 16 KiB for longer lines); never called for HTTP servers. Its tail is kept either way.
+   */
+  onStderr?: (line: string) => void;
+  /**
    * The server announced that its tool list changed: `notifications/tools/list_changed`,
    * unsolicited from a legacy server or on the `subscriptions/listen` stream of a modern one
    * (opened when its `server/discover` advertises `tools.listChanged`); also after such a
@@ -192,9 +197,10 @@ export interface McpConnection {
   /**
    * True when the last tool list has expired and must be listed again before it is used:
    * modern era only, once its `ttlMs` freshness hint has elapsed since it arrived (at once
-   * for `ttlMs` 0 or absent, the official SDK's default), or at once after a change notice.
-   * Legacy servers announce changes through `onToolsChanged` only; absent means false.
-   * SPEC section 10.
+   * for `ttlMs` 0, the official SDK's default), or at once after a change notice. A list
+   * without a hint stays fresh until a change notice (or the end of the subscription that
+   * carries them), as a legacy server's does. Legacy servers announce changes through
+   * `onToolsChanged` only; absent means false. SPEC sections 6.3 and 10.
    */
   readonly toolsStale?: boolean;
   /**
@@ -249,6 +255,12 @@ export interface ToolRegistry {
   ): Promise<ToolOutcome>;
   /** Server names, in configuration order, that list `hook` and are connected now. */
   hookServers(hook: string): string[];
+  /**
+   * Every connected server, in configuration order, with the `_`-named tools it lists (hooks
+   * and reserved names, SPEC section 2.1) as the server sent them; for start-up warnings and
+   * `cli.ts hooks`.
+   */
+  hookTools(): Array<{ server: string; tools: McpTool[] }>;
   /**
    * Calls `hook` on one server with arguments `{}`; never restarts a server.
    * @throws {AgentError} `timeout` (after `notifications/cancelled`), `mcp` for any failure

@@ -17,7 +17,7 @@
 import process from "node:process";
 import { parseArgs } from "node:util";
 import { createApp } from "./app.ts";
-import { type GateOptions, TestGate } from "./gate.ts";
+import { Gates, type GatesOptions } from "./gates.ts";
 import { GATE_FLAGS, GATE_USAGE, gateOptions } from "./options.ts";
 
 const USAGE =
@@ -36,7 +36,7 @@ interface HttpOptions {
   token?: string;
   /** Host header names accepted on a non-localhost bind. */
   allowedHosts?: string[];
-  gate: GateOptions;
+  gate: GatesOptions;
 }
 
 function parseHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     console.error(`${(error as Error).message}\n${USAGE}`);
     process.exit(2);
   }
-  const gate = new TestGate(options.gate);
+  const gate = new Gates(options.gate);
   const app = createApp({
     gate,
     host: options.host,

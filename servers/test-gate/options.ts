@@ -1,12 +1,12 @@
 /**
  * The test-gate's own command-line options, shared by main.ts (HTTP) and stdio.ts:
- * `--cmd` (`TEST_GATE_CMD`, default `bun test`), `--cwd` (`TEST_GATE_CWD`, default the current
- * folder) and `--timeout` seconds (`TEST_GATE_TIMEOUT_SECS`, default 600).
+ * `--cmd` (`TEST_GATE_CMD`, default `bun test`), `--cwd` (`TEST_GATE_CWD`, default the folder
+ * the agent sends, else the current one) and `--timeout` seconds (`TEST_GATE_TIMEOUT_SECS`, default 600).
  * @module
  */
 import { resolve } from "node:path";
 import process from "node:process";
-import type { GateOptions } from "./gate.ts";
+import type { GatesOptions } from "./gates.ts";
 
 /** The `parseArgs` option table for the gate's flags. */
 export const GATE_FLAGS = {
@@ -17,7 +17,7 @@ export const GATE_FLAGS = {
 
 /** Help lines for the gate's flags. */
 export const GATE_USAGE = `  --cmd      the test command, run by the shell (env TEST_GATE_CMD, default "bun test")
-  --cwd      the project folder (env TEST_GATE_CWD, default the current folder)
+  --cwd      the project folder (env TEST_GATE_CWD; default the folder the agent sends, else the current one)
   --timeout  seconds before a run is killed (env TEST_GATE_TIMEOUT_SECS, default 600)`;
 
 /**
@@ -27,7 +27,7 @@ export const GATE_USAGE = `  --cmd      the test command, run by the shell (env 
 export function gateOptions(
   values: { cmd?: string | undefined; cwd?: string | undefined; timeout?: string | undefined },
   env: Record<string, string | undefined>,
-): GateOptions {
+): GatesOptions {
   const command = values.cmd ?? (env.TEST_GATE_CMD || "bun test");
   const cwd = resolve(values.cwd ?? (env.TEST_GATE_CWD || process.cwd()));
   const timeoutText = values.timeout ?? (env.TEST_GATE_TIMEOUT_SECS || "600");
@@ -41,5 +41,7 @@ export function gateOptions(
     throw new Error(`Invalid timeout "${timeoutText}": at most 2147483 seconds (about 24 days)`);
   }
   if (command.trim() === "") throw new Error("Invalid test command: it is empty");
-  return { command, cwd, timeoutMs: Math.round(seconds * 1000) };
+  // No folder given: follow the `cwd` sprout-agent sends with each hook call (gates.ts).
+  const followAgentCwd = values.cwd === undefined && !env.TEST_GATE_CWD;
+  return { command, cwd, timeoutMs: Math.round(seconds * 1000), followAgentCwd };
 }

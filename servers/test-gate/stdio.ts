@@ -11,10 +11,10 @@ import process from "node:process";
 import { parseArgs } from "node:util";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import { createMcpServer } from "./app.ts";
-import { type GateOptions, TestGate } from "./gate.ts";
+import { Gates, type GatesOptions } from "./gates.ts";
 import { GATE_FLAGS, GATE_USAGE, gateOptions } from "./options.ts";
 
-let options: GateOptions;
+let options: GatesOptions;
 try {
   const { values } = parseArgs({ args: process.argv.slice(2), options: { ...GATE_FLAGS, help: { type: "boolean" } } });
   if (values.help === true) {
@@ -28,7 +28,7 @@ try {
   process.exit(2);
 }
 
-const gate = new TestGate(options);
+const gate = new Gates(options);
 const handle = serveStdio(() => createMcpServer(gate), {
   onerror: (error) => console.error(`test-gate: ${error.message}`),
 });

@@ -110,3 +110,21 @@ export function stopText(items: readonly TodoItem[]): string {
 export function postCompactText(items: readonly TodoItem[]): string {
   return items.length === 0 ? "" : `# Todo List\n${renderTodos(items)}`;
 }
+
+/**
+ * The `_SessionStart` text: a session that starts with open items (its id was seen before, by a
+ * server that outlived the last agent) gets its list back; else `""`.
+ */
+export function sessionStartText(items: readonly TodoItem[]): string {
+  if (!items.some((item) => !item.done)) return "";
+  return `# Todo List (restored from an earlier run of this session)\n${renderTodos(items)}`;
+}
+
+/** The `_SessionEnd` text, only logged by the agent: what was left open, or `""`. */
+export function sessionEndText(items: readonly TodoItem[]): string {
+  const open = items.filter((item) => !item.done);
+  if (open.length === 0) return "";
+  const count = open.length === 1 ? "1 todo item" : `${open.length} todo items`;
+  return `${count} left open: ${open.map((item) => `${item.id}. ${item.title}`).join("; ")}`;
+}
+

@@ -100,7 +100,10 @@ export async function startServer(
   };
 }
 
-/** A `fetch` that hands requests to a Hono app in-process, with the `Host` header a real client sends. */
+/**
+ * A `fetch` that hands requests to a Hono app in-process, with the `Host` header a real client
+ * sends, and the `Content-Length` an HTTP client would send for a string body.
+ */
 export function appFetch(
   app: { request(url: string, init?: RequestInit): Response | Promise<Response> },
   headers: Record<string, string> = {},
@@ -108,6 +111,9 @@ export function appFetch(
   return async (url: string | URL, init?: RequestInit): Promise<Response> => {
     const merged = new Headers(init?.headers);
     merged.set("host", new URL(url).host);
+    if (typeof init?.body === "string" && !merged.has("content-length")) {
+      merged.set("content-length", String(new TextEncoder().encode(init.body).byteLength));
+    }
     for (const [name, value] of Object.entries(headers)) merged.set(name, value);
     return await app.request(String(url), { ...init, headers: merged });
   };
@@ -183,4 +189,26 @@ export async function postJsonRpc(
     return { status: response.status, body: data.find((message) => message.id !== undefined) ?? data.at(-1) };
   }
   return { status: response.status, body: JSON.parse(text) };
+}
+
+/**
+ * A modern (2026-07-28) `tools/call` as sprout-agent sends it over HTTP: the `_meta` envelope
+ * with the session id, and the `Mcp-Method`/`Mcp-Name` headers. For {@link postJsonRpc}.
+ */
+export function modernToolCall(
+  id: number,
+  name: string,
+  args: Record<string, unknown>,
+  session: string,
+): { message: unknown; headers: Record<string, string> } {
+  const _meta = {
+    "sprout-agent/session": session,
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": { name: "hook-server-test", version: "1.0.0" },
+    "io.modelcontextprotocol/clientCapabilities": {},
+  };
+  return {
+    message: { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args, _meta } },
+    headers: { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": name },
+  };
 }

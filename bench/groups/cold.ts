@@ -1,0 +1,101 @@
+/**
+ * Group `cold`: cold start, the time from spawning `cli.ts run "hi"` (no MCP servers) to its
+ * first LLM request arriving at a local fake LLM (`startFakeLlm`, testing.ts), under Node
+ * (through tsx, and the built `dist/cli.js`), Bun and Deno; baseline: the same runtime
+ * starting a plain script that does one bare `fetch` of the same request
+ * (bench/fixtures/fetch-llm.mjs; plain Node for both Node rows). Subject and baseline alternate.
+ * @module
+ */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { startFakeLlm } from "../../lib/testing.ts";
+import {
+  childEnv,
+  type Group,
+  jsCommand,
+  median,
+  now,
+  root,
+  type Row,
+  row,
+  runChild,
+  runtimeBinary,
+  tsCommand,
+} from "../harness.ts";
+
+/** Spawns `argv` and resolves with the ms from spawn to the next request at the fake LLM, then waits for its exit. */
+async function firstRequest(
+  argv: readonly string[],
+  env: Record<string, string>,
+  arrival: { next?: () => void },
+): Promise<number> {
+  const [command = "", ...args] = argv;
+  const arrived = new Promise<number>((resolve) => (arrival.next = () => resolve(now())));
+  const start = now();
+  const child = spawn(command, args, { cwd: root, env, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  const first = await Promise.race([arrived, exited.then((code) => ({ code }))]);
+  if (typeof first !== "number") throw new Error(`"${argv.join(" ")}" exited with ${first.code}: ${stderr}`);
+  const code = await exited;
+  if (code !== 0) throw new Error(`"${argv.join(" ")}" exited with ${code}: ${stderr}`);
+  return first - start;
+}
+
+/** The `cold` group. */
+export const coldGroup: Group = {
+  name: "cold",
+  title: "cold start to the first LLM request vs the runtime's bare fetch",
+  async run({ quick, runtimes, log }) {
+    const samples = quick ? 1 : 5;
+    const arrival: { next?: () => void } = {};
+    const llm = await startFakeLlm({
+      responses: () => {
+        arrival.next?.();
+        return { text: "hi" };
+      },
+    });
+    const env = childEnv({
+      SPROUT_AGENT_PROVIDER: "anthropic",
+      ANTHROPIC_API_KEY: "sk-ant-bench",
+      ANTHROPIC_MODEL: "claude-bench",
+      ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+    });
+    const fetchScript = `${root}bench/fixtures/fetch-llm.mjs`;
+    const cases: [string, string[], string[]][] = [];
+    for (const which of runtimes) {
+      const cli = which === "node" ? "node+tsx cli.ts" : `${which} cli.ts`;
+      cases.push([cli, tsCommand(`${root}cli.ts`, which), jsCommand(fetchScript, which)]);
+      if (which !== "node") continue;
+      if (!quick) {
+        log("cold: npm run build (dist/)");
+        await runChild([runtimeBinary("node"), `${root}scripts/build.mjs`], { timeoutMs: 300_000 });
+      }
+      if (existsSync(`${root}dist/cli.js`)) {
+        cases.push(["node dist/cli.js", [runtimeBinary("node"), `${root}dist/cli.js`], jsCommand(fetchScript, which)]);
+      }
+    }
+    const rows: Row[] = [];
+    try {
+      for (const [label, agent, bare] of cases) {
+        log(`cold: ${label}`);
+        const agentRun = () => firstRequest([...agent, "run", "hi"], env, arrival);
+        const bareRun = () => firstRequest([...bare, llm.anthropicBaseUrl], env, arrival);
+        await agentRun(); // warm-up: page cache, Deno's and tsx's compile caches
+        await bareRun();
+        const a: number[] = [];
+        const b: number[] = [];
+        for (let i = 0; i < samples; i++) {
+          if (i % 2 === 0) a.push(await agentRun()), b.push(await bareRun());
+          else b.push(await bareRun()), a.push(await agentRun());
+        }
+        const runtime = label.split(/[ +]/)[0];
+        rows.push(row("cold", `${label} vs ${runtime} bare fetch`, median(a), median(b), "ms"));
+      }
+    } finally {
+      await llm.close();
+    }
+    return rows;
+  },
+};

@@ -1,0 +1,50 @@
+/**
+ * `npm run bench` must not rot: the harness runs its smallest group (`loop`, `--quick`, the
+ * current runtime only, one child process) and prints a well-formed table. No timing is
+ * asserted: speed belongs to the bench itself (docs/PERFORMANCE.md).
+ */
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { currentRuntime, formatTable, row } from "../bench/harness.ts";
+import { GROUPS, runBench } from "../bench/bench.ts";
+
+describe("bench harness", () => {
+  test("the loop group in quick mode yields one table of finite ratios, one line per row", async () => {
+    const lines: string[] = [];
+    const rows = await runBench({
+      groups: ["loop"],
+      quick: true,
+      runtimes: [currentRuntime()],
+      log: (line) => lines.push(line),
+    });
+    assert.equal(rows.length, 3);
+    for (const r of rows) {
+      assert.equal(r.group, "loop");
+      assert.match(r.case, / vs /);
+      assert.ok(["ms", "µs"].includes(r.unit), r.unit);
+      for (const n of [r.value, r.baseline, r.ratio]) assert.ok(Number.isFinite(n) && n > 0, JSON.stringify(r));
+      assert.equal(r.ratio, r.value / r.baseline);
+    }
+    const table = formatTable(rows).split("\n");
+    assert.equal(table.length, 2 + rows.length);
+    assert.match(table[0]!, /^\| group +\| case +\| +value \| +baseline \| +ratio \|$/);
+    for (const line of table.slice(2)) {
+      assert.equal(line.split("|").length, 7, line);
+      assert.match(line, /^\| loop /);
+      assert.match(line, /\d+\.\d\d× \|$/);
+    }
+    assert.ok(lines.some((l) => l.startsWith("# loop")));
+  });
+
+  test("a throughput row's ratio is baseline over value, so above 1 always means slower", () => {
+    assert.equal(row("http", "a vs b", 100, 400, "req/s", true).ratio, 4);
+    assert.equal(row("cold", "a vs b", 300, 100, "ms").ratio, 3);
+  });
+
+  test("an unknown group is refused with the list of groups", async () => {
+    await assert.rejects(
+      runBench({ groups: ["nope"], log: () => {} }),
+      new RegExp(`^Error: Unknown bench group "nope": expected one of ${GROUPS.map((g) => g.name).join(", ")}$`),
+    );
+  });
+});
