@@ -127,4 +127,3 @@ export function sessionEndText(items: readonly TodoItem[]): string {
   const count = open.length === 1 ? "1 todo item" : `${open.length} todo items`;
   return `${count} left open: ${open.map((item) => `${item.id}. ${item.title}`).join("; ")}`;
 }
-
