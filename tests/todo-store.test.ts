@@ -321,6 +321,13 @@ describe(`todo-enforcer instances under ${runtime()} killed with SIGKILL`, () =>
       for (let i = 0; i < 5; i++) {
         assert.match(await stopText(second.url, `agent-${i}`), new RegExp(`1\\. Task of agent ${i}  ← next$`));
       }
+      const client = await httpClient(second.url);
+      try {
+        const start = await client.callTool({ name: "_SessionStart", arguments: {}, ...sessionMeta("agent-0") });
+        assert.match(resultText(start), /restored from an earlier run of this session\)\n\[ \] 1\. Task of agent 0/);
+      } finally {
+        await client.close();
+      }
     } finally {
       await second.stop();
     }
