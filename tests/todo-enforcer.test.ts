@@ -10,9 +10,9 @@ import {
   removalWarning,
   renderTodos,
   stopText,
-  TodoStore,
   validateTodos,
 } from "../servers/todo-enforcer/todo.ts";
+import { MemoryStore } from "../servers/todo-enforcer/store.ts";
 import {
   appFetch,
   httpClient,
@@ -105,15 +105,15 @@ describe("todo list logic", () => {
     assert.equal(removalWarning(before, before), "");
   });
 
-  test("the store forgets the least recently used session beyond its bound", () => {
-    const store = new TodoStore({ maxSessions: 2 });
-    store.set("a", [{ id: 1, title: "a", done: false }]);
-    store.set("b", [{ id: 1, title: "b", done: false }]);
-    store.get("a");
-    store.set("c", [{ id: 1, title: "c", done: false }]);
+  test("the memory store forgets the least recently used session beyond its bound", async () => {
+    const store = new MemoryStore({ maxSessions: 2 });
+    assert.ok(await store.put("a", [{ id: 1, title: "a", done: false }], 0));
+    assert.ok(await store.put("b", [{ id: 1, title: "b", done: false }], 0));
+    await store.get("a");
+    assert.ok(await store.put("c", [{ id: 1, title: "c", done: false }], 0));
     assert.equal(store.size, 2);
-    assert.equal(store.get("b").length, 0);
-    assert.equal(store.get("a")[0]?.title, "a");
+    assert.deepEqual(await store.get("b"), { items: [], version: 0 });
+    assert.equal((await store.get("a")).items[0]?.title, "a");
   });
 });
 

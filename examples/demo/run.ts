@@ -29,7 +29,15 @@ const tsx = join(root, "node_modules/tsx/dist/loader.mjs");
 const TASK = "The test suite of this project fails. Make the test suite pass.";
 
 function startTodoServer(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, ["--import", tsx, join(root, "servers/todo-enforcer/main.ts"), "--port", "0"], {
+  const child = spawn(process.execPath, [
+    "--import",
+    tsx,
+    join(root, "servers/todo-enforcer/main.ts"),
+    "--port",
+    "0",
+    "--store",
+    "memory",
+  ], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {

@@ -31,9 +31,9 @@ import {
   sessionEndText,
   sessionStartText,
   stopText,
-  TodoStore,
   validateTodos,
 } from "./todo.ts";
+import { MemoryStore, replaceList, type TodoStore } from "./store.ts";
 
 /** Name and version announced to MCP clients. */
 export const SERVER_INFO = { name: "todo-enforcer", version: "0.1.0" } as const;
@@ -93,13 +93,14 @@ export function createMcpServer(
   // true): a server declares only what it does. Nothing else (logging, resources, prompts).
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false } } });
 
-  server.registerTool("todo", { description: TODO_DESCRIPTION, inputSchema: todoInput }, ({ todos }, ctx) => {
+  server.registerTool("todo", { description: TODO_DESCRIPTION, inputSchema: todoInput }, async ({ todos }, ctx) => {
     const key = session(ctx.mcpReq._meta);
-    const before = store.get(key);
-    if (todos === undefined) return text(renderTodos(before));
+    if (todos === undefined) return text(renderTodos((await store.get(key)).items));
     const checked = validateTodos(todos);
     if (!checked.ok) return text(`Error: ${checked.error}. The list was not changed.`, true);
-    store.set(key, checked.items);
+    // Compare-and-set: `before` is exactly the list this write replaced, even when another
+    // instance sharing the store writes the same session at the same moment.
+    const { before } = await replaceList(store, key, checked.items);
     const warning = removalWarning(before, checked.items);
     return text(warning === "" ? renderTodos(checked.items) : `${warning}\n\n${renderTodos(checked.items)}`);
   });
@@ -109,7 +110,7 @@ export function createMcpServer(
   server.registerTool(
     "_Stop",
     { description: "Agent hook: objects to ending the turn while todo items are open.", inputSchema: z.object({}) },
-    (_args, ctx) => text(stopText(store.get(session(ctx.mcpReq._meta)))),
+    async (_args, ctx) => text(stopText((await store.get(session(ctx.mcpReq._meta))).items)),
   );
   server.registerTool(
     "_PostCompact",
@@ -117,26 +118,30 @@ export function createMcpServer(
       description: "Agent hook: returns the todo list for re-injection after a context handoff.",
       inputSchema: z.object({}),
     },
-    (_args, ctx) => text(postCompactText(store.get(session(ctx.mcpReq._meta)))),
+    async (_args, ctx) => text(postCompactText((await store.get(session(ctx.mcpReq._meta))).items)),
   );
   // _SessionStart restores a list this server still holds for the session id; _SessionEnd
   // reports what was left open (the agent only logs it).
   server.registerTool(
     "_SessionStart",
     { description: "Agent hook: returns the session's open todo list, if any.", inputSchema: z.object({}) },
-    (_args, ctx) => text(sessionStartText(store.get(session(ctx.mcpReq._meta)))),
+    async (_args, ctx) => text(sessionStartText((await store.get(session(ctx.mcpReq._meta))).items)),
   );
   server.registerTool(
     "_SessionEnd",
     { description: "Agent hook: reports the todo items left open.", inputSchema: z.object({}) },
-    (_args, ctx) => text(sessionEndText(store.get(session(ctx.mcpReq._meta)))),
+    async (_args, ctx) => text(sessionEndText((await store.get(session(ctx.mcpReq._meta))).items)),
   );
   return server;
 }
 
 /** Options of {@link createApp}. */
 export interface AppOptions {
-  /** The state of every session; pass one in to inspect or share it. Default: a new store. */
+  /**
+   * The state of every session; pass one in to inspect or share it, or to make it durable
+   * (store-lmdb.ts) or shared by several instances (store-redis.ts). Default: a new
+   * {@link MemoryStore}. The app does not close it.
+   */
   store?: TodoStore;
   /**
    * When set, `/mcp` requires `Authorization: Bearer <token>` (401 otherwise).
@@ -160,7 +165,7 @@ export interface AppOptions {
  * Bun.serve({ fetch: app.fetch, port: 0 });
  */
 export function createApp(options: AppOptions = {}): Hono {
-  const store = options.store ?? new TodoStore();
+  const store = options.store ?? new MemoryStore();
   // A plain Hono app rather than createMcpHonoApp(): its JSON body parser answers a malformed
   // body with a plain-text 400, while the MCP handler parses the body itself and answers with a
   // proper JSON-RPC error (-32700). The same validation middlewares are added by hand.

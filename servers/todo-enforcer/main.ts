@@ -3,11 +3,13 @@
  * Node (via tsx). The first line on stdout is `listening on http://HOST:PORT/mcp`.
  *
  *   bun servers/todo-enforcer/main.ts --port 8787
- *   deno run --allow-net --allow-env --allow-read --allow-run servers/todo-enforcer/main.ts
- *   npx tsx servers/todo-enforcer/main.ts
+ *   deno run --allow-net --allow-env --allow-read --allow-write --allow-ffi --allow-sys servers/todo-enforcer/main.ts
+ *   npx tsx servers/todo-enforcer/main.ts --store redis --redis-url redis://127.0.0.1:6379
  *
  * Options: `--host` (`HOST`, default 127.0.0.1), `--port` (`PORT`, default 0 = any free port),
- * `--token` (`HOOK_SERVER_TOKEN`: require `Authorization: Bearer <token>`).
+ * `--token` (`HOOK_SERVER_TOKEN`: require `Authorization: Bearer <token>`), and the store:
+ * `--store lmdb|redis|memory` (`TODO_STORE`, default lmdb: a durable file), `--store-path`,
+ * `--redis-url` (see store-options.ts).
  * The serving code below is repeated in servers/test-gate/main.ts on purpose: each server
  * folder can be copied alone.
  * @module
@@ -15,13 +17,16 @@
 import process from "node:process";
 import { parseArgs } from "node:util";
 import { createApp } from "./app.ts";
+import type { TodoStore } from "./store.ts";
+import { describeStore, openStore, STORE_FLAGS, STORE_USAGE, type StoreChoice, storeChoice } from "./store-options.ts";
 
-const USAGE = `Usage: main.ts [--host HOST] [--port PORT] [--token TOKEN] [--allowed-hosts NAMES]
+const USAGE = `Usage: main.ts [--host HOST] [--port PORT] [--token TOKEN] [--allowed-hosts NAMES] [--store KIND]
   --host   address to bind (env HOST, default 127.0.0.1)
   --port   port to bind, 0 = any free port (env PORT, default 0)
   --token  require "Authorization: Bearer TOKEN" on /mcp (env HOOK_SERVER_TOKEN)
   --allowed-hosts  comma-separated Host header names accepted when --host is not a
-           localhost address (env ALLOWED_HOSTS); without it such a bind checks no Host`;
+           localhost address (env ALLOWED_HOSTS); without it such a bind checks no Host
+${STORE_USAGE}`;
 
 /** The HTTP options shared by both example servers, from flags first, then the environment. */
 interface HttpOptions {
@@ -30,6 +35,7 @@ interface HttpOptions {
   token?: string;
   /** Host header names accepted on a non-localhost bind. */
   allowedHosts?: string[];
+  store: StoreChoice;
 }
 
 function parseHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
@@ -41,6 +47,7 @@ function parseHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
       token: { type: "string" },
       "allowed-hosts": { type: "string" },
       help: { type: "boolean" },
+      ...STORE_FLAGS,
     },
   });
   if (values.help === true) {
@@ -62,6 +69,7 @@ function parseHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
     port,
     ...(token === undefined || token === "" ? {} : { token }),
     ...(allowed.length > 0 ? { allowedHosts: allowed } : {}),
+    store: storeChoice(values, env),
   };
 }
 
@@ -122,7 +130,15 @@ async function main(): Promise<void> {
     console.error(`${(error as Error).message}\n${USAGE}`);
     process.exit(2);
   }
+  let store: TodoStore;
+  try {
+    store = await openStore(options.store);
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(1);
+  }
   const app = createApp({
+    store,
     host: options.host,
     ...(options.token === undefined ? {} : { token: options.token }),
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
@@ -141,6 +157,7 @@ async function main(): Promise<void> {
   }
   const urlHost = options.host.includes(":") ? `[${options.host}]` : options.host;
   console.log(`listening on http://${urlHost}:${listener.port}/mcp`);
+  console.error(describeStore(options.store));
 
   let stopping = false;
   const shutdown = async () => {
@@ -148,6 +165,7 @@ async function main(): Promise<void> {
     stopping = true;
     // Give in-flight requests a moment, but never hang on a stuck connection.
     await Promise.race([listener.close(), new Promise((done) => setTimeout(done, 2000))]);
+    await Promise.race([store.close(), new Promise((done) => setTimeout(done, 1000))]);
     process.exit(0);
   };
   process.on("SIGINT", shutdown);

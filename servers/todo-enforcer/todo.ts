@@ -1,6 +1,6 @@
 /**
  * The todo list itself: validation, rendering and the texts the two hooks return.
- * Pure functions plus one small in-memory store; no MCP, no I/O. app.ts wires them to tools.
+ * Pure functions; no MCP, no I/O. app.ts wires them to tools, store.ts keeps the lists.
  * @module
  */
 
@@ -126,43 +126,4 @@ export function sessionEndText(items: readonly TodoItem[]): string {
   if (open.length === 0) return "";
   const count = open.length === 1 ? "1 todo item" : `${open.length} todo items`;
   return `${count} left open: ${open.map((item) => `${item.id}. ${item.title}`).join("; ")}`;
-}
-
-/**
- * The lists of all agent sessions this process serves, keyed by session id. Bounded: beyond
- * `maxSessions` (default 1000) the least recently used session is forgotten, so a server shared
- * by many short agent runs does not grow without limit.
- */
-export class TodoStore {
-  #lists = new Map<string, TodoItem[]>();
-  #maxSessions: number;
-
-  constructor(options: { maxSessions?: number } = {}) {
-    this.#maxSessions = options.maxSessions ?? 1000;
-  }
-
-  /** The session's list (empty for a session never seen). */
-  get(session: string): TodoItem[] {
-    const list = this.#lists.get(session);
-    if (list === undefined) return [];
-    this.#lists.delete(session); // re-insert: Map order is our recency order
-    this.#lists.set(session, list);
-    return list;
-  }
-
-  /** Replaces the session's list. */
-  set(session: string, items: TodoItem[]): void {
-    this.#lists.delete(session);
-    this.#lists.set(session, items);
-    while (this.#lists.size > this.#maxSessions) {
-      const oldest = this.#lists.keys().next().value;
-      if (oldest === undefined) break;
-      this.#lists.delete(oldest);
-    }
-  }
-
-  /** How many sessions hold a list. */
-  get size(): number {
-    return this.#lists.size;
-  }
 }

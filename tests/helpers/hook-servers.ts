@@ -5,6 +5,9 @@
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import process from "node:process";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
@@ -33,7 +36,11 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
   return { ...env, ...extra };
 }
 
-/** Starts `file` (a main.ts) under `which`, waits up to 60 s for its `listening on` line. */
+/**
+ * Starts `file` (a main.ts) under `which`, waits up to 60 s for its `listening on` line.
+ * Unless `env` says otherwise, the child gets a fresh `XDG_STATE_HOME` (removed by `stop()`),
+ * so the todo-enforcer's default durable store starts empty and no test sees another's lists.
+ */
 export async function startServer(
   file: string,
   args: string[],
@@ -41,11 +48,19 @@ export async function startServer(
   env: Record<string, string> = {},
 ): Promise<StartedServer> {
   const [command = "", ...rest] = tsCommand(file, which);
-  const child = spawn(command, [...rest, ...args], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const stateHome = env.XDG_STATE_HOME === undefined ? mkdtempSync(join(tmpdir(), "sprout-state-")) : undefined;
+  const child = spawn(command, [...rest, ...args], {
+    env: childEnv({ ...(stateHome === undefined ? {} : { XDG_STATE_HOME: stateHome }), ...env }),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const removeState = () => {
+    if (stateHome !== undefined) rmSync(stateHome, { recursive: true, force: true });
+  };
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const firstLine = await new Promise<string>((resolve, reject) => {
+    child.once("exit", removeState);
     let out = "";
     const timer = setTimeout(
       () => reject(new Error(`Server "${file}" under ${which} printed no line in 60 s; stderr: ${stderr}`)),
@@ -71,11 +86,15 @@ export async function startServer(
     child,
     stderr: () => stderr,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) {
+        removeState();
+        return child.exitCode;
+      }
       child.kill("SIGTERM");
       const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
       const code = await exited;
       clearTimeout(timer);
+      removeState();
       return code;
     },
   };
