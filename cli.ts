@@ -22,7 +22,7 @@ import type { AgentEvent, HookOutcome, PromptResult } from "./lib/events.ts";
 import { checkHooks, hookSetupWarnings, isHookPoint, type ServerCheck } from "./lib/hook-check.ts";
 import { HOOK_POINTS } from "./lib/hook-points.ts";
 import { parseMcpConfig } from "./lib/mcp/config.ts";
-import { configSecrets, redact, redactEvent } from "./lib/redact.ts";
+import { configSecrets, redact, redactEvent, referencedSecrets } from "./lib/redact.ts";
 import { createRegistry } from "./lib/mcp/registry.ts";
 import { killAllServers } from "./lib/mcp/stdio.ts";
 import type { McpServerConfig } from "./lib/mcp/types.ts";
@@ -53,6 +53,8 @@ ${CONFIG_VARIABLES.map((v) => `  ${v.name.padEnd(34)} ${v.meaning} [${v.default}
 
 /** API keys and configured header values: redacted from everything printed (guarantee 6). */
 let secrets: string[] = [];
+/** The credential variables the MCP configuration file references, by value (`referencedSecrets`). */
+let configReferenced: string[] = [];
 
 // Every byte for stdout and stderr goes through these writers, and every exit goes through
 // exit() below, which waits for them to flush: a pipe holds 64 KiB, and process.exit() drops
@@ -130,6 +132,7 @@ async function readStdin(): Promise<string> {
 }
 
 function loadServers(path: string | undefined): McpServerConfig[] {
+  configReferenced = [];
   const file = path ?? (existsSync(".mcp.json") ? ".mcp.json" : undefined);
   if (file === undefined) return [];
   let text: string;
@@ -141,6 +144,7 @@ function loadServers(path: string | undefined): McpServerConfig[] {
       `Cannot read MCP configuration ${JSON.stringify(file)}: ${(error as Error).message}`,
     );
   }
+  configReferenced = referencedSecrets(text, process.env);
   return parseMcpConfig(text, resolve(file), { env: process.env, resolvePath: (base, rel) => resolve(base, rel) });
 }
 
@@ -281,7 +285,7 @@ async function run(args: string[]): Promise<number> {
   const options = agentOptionsFromEnv(process.env, { readFile: (p) => readFileSync(p, "utf8") });
   secrets = configSecrets(optionKeys(options));
   const servers = loadServers(parsed.mcpConfig);
-  secrets = configSecrets(optionKeys(options), servers);
+  secrets = [...configSecrets(optionKeys(options), servers), ...configReferenced];
   let prompt: string;
   if (parsed.prompt.length === 0 || (parsed.prompt.length === 1 && parsed.prompt[0] === "-")) {
     if (parsed.prompt.length === 0 && process.stdin.isTTY) {
@@ -406,7 +410,7 @@ async function hooks(args: string[]): Promise<number> {
   const config = loadConfig(process.env, (p) => readFileSync(p, "utf8"));
   secrets = configSecrets(config);
   const servers = loadServers(parsed.mcpConfig);
-  secrets = configSecrets(config, servers);
+  secrets = [...configSecrets(config, servers), ...configReferenced];
   const serverStderr = serverStderrOption(parsed.json);
   const warnings: string[] = [];
   const { registry, failures } = await createRegistry(servers, {
