@@ -473,7 +473,7 @@ function printHookReport(report: ServerCheck[], warnings: string[], none: boolea
       const what = !h.point
         ? "not a hook point this agent calls (never called)"
         : h.outcome === undefined
-        ? "not called (not enabled)"
+        ? h.enabled ? "not called" : "not called (not enabled)"
         : `${dryRunOutcome(h.name, h.outcome)} in ${formatDuration(h.durationMs ?? 0)}${
           h.text === undefined ? "" : `: ${firstLine(h.text, 100)}`
         }`;
