@@ -276,7 +276,23 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
 function serverStderrOption(json: boolean): { onServerStderr?: (server: string, line: string) => void } {
   if (!serverStderrShown(process.env, !json)) return {};
   const err = painter(process.stderr);
-  return { onServerStderr: (server, line) => stderr.write(`${err.dim(`[${server}]`)} ${redact(line, secrets)}\n`) };
+  return {
+    onServerStderr: (server, line) => stderr.write(`${err.dim(`[${server}]`)} ${visible(redact(line, secrets))}\n`),
+  };
+}
+
+/**
+ * `text` with its control characters (but tab) in caret notation (`ESC` as `^[`, `BEL` as `^G`,
+ * C1 as `^[` and a letter): a server's stderr goes to the user's terminal, where an escape
+ * sequence could set the title, hide text or write to the clipboard.
+ */
+function visible(text: string): string {
+  // deno-lint-ignore no-control-regex -- matching control characters is the point
+  return text.replace(/[\x00-\x08\x0a-\x1f\x7f-\x9f]/g, (c) => {
+    const code = c.charCodeAt(0);
+    if (code === 0x7f) return "^?";
+    return code < 0x20 ? `^${String.fromCharCode(code + 64)}` : `^[${String.fromCharCode(code - 64)}`;
+  });
 }
 
 /** `cli.ts run`: one prompt through the agent. Returns the exit status. */
