@@ -1,6 +1,6 @@
 /**
- * One HTTP server for bench/throughput.ts, run as its own process under Bun (`Bun.serve`) or Node
- * (`@hono/node-server`): the todo-enforcer app, the test-gate app, or the floor, a minimal Hono
+ * One HTTP server for bench/throughput.ts, run as its own process under Bun (`Bun.serve`), Deno
+ * (`Deno.serve`) or Node (`@hono/node-server`), as the servers' `main.ts` serves: the todo-enforcer app, the test-gate app, or the floor, a minimal Hono
  * app that answers `POST /mcp` with the very bytes the real server answers to the bench request.
  *
  *   bun bench/servers-target.ts todo|gate|todo-floor|gate-floor modern|legacy
@@ -20,13 +20,19 @@ import { benchRequest, type Era } from "./servers-request.ts";
 
 type FetchHandler = (request: Request) => Response | Promise<Response>;
 
-interface BunGlobal {
-  serve(options: { fetch: FetchHandler; hostname: string; port: number }): { port: number };
+interface RuntimeGlobals {
+  Bun?: { serve(options: { fetch: FetchHandler; hostname: string; port: number }): { port: number } };
+  Deno?: {
+    serve(options: { hostname: string; port: number; onListen(): void }, fetch: FetchHandler): {
+      addr: { port: number };
+    };
+  };
 }
 
 async function listen(fetch: FetchHandler): Promise<number> {
-  const bun = (globalThis as { Bun?: BunGlobal }).Bun;
-  if (bun !== undefined) return bun.serve({ fetch, hostname: "127.0.0.1", port: 0 }).port;
+  const { Bun, Deno } = globalThis as RuntimeGlobals;
+  if (Bun !== undefined) return Bun.serve({ fetch, hostname: "127.0.0.1", port: 0 }).port;
+  if (Deno !== undefined) return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, fetch).addr.port;
   const { serve } = await import("@hono/node-server");
   return await new Promise((resolve) => serve({ fetch, hostname: "127.0.0.1", port: 0 }, (info) => resolve(info.port)));
 }
