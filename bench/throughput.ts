@@ -4,7 +4,8 @@
  * is a minimal Hono app on the same runtime answering the very same bytes. The ratio
  * `serverRps / floorRps` is what to compare across machines; the absolute numbers are not.
  *
- *   npx tsx bench/throughput.ts [--runtime node|bun|deno] [--duration 5] [--era modern|legacy] [--json]
+ *   npx tsx bench/throughput.ts [--runtime node|bun|deno] [--duration 5] [--era modern|legacy]
+ *     [--server todo-enforcer|test-gate|sdk-noop] [--json]
  *
  * Each case runs its target in a child process (bench/servers-target.ts) on 127.0.0.1 and loads
  * it with autocannon (10 connections, 1 s warm-up, then `duration` seconds) from this process.
@@ -36,12 +37,13 @@ export interface MeasureServersOptions {
   eras?: Era[];
   /** Concurrent connections. Default 10. */
   connections?: number;
+  /** Which servers to measure. Default the two example servers. */
+  servers?: BenchServer[];
 }
 
 /** One measured case: a server in one era against its floor. */
 export interface ServerThroughput {
-  /** `todo-enforcer` or `test-gate`. */
-  server: string;
+  server: BenchServer;
   era: Era;
   /** Requests per second of the minimal Hono app returning the same bytes. */
   floorRps: number;
@@ -68,7 +70,11 @@ interface Load {
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TARGET = fileURLToPath(new URL("./servers-target.ts", import.meta.url));
-const SERVERS = [["todo-enforcer", "todo"], ["test-gate", "gate"]] as const;
+/** The servers {@link measureServers} can measure, and their bench/servers-target.ts kinds. */
+const TARGETS = { "todo-enforcer": "todo", "test-gate": "gate", "sdk-noop": "noop" } as const;
+
+/** A measurable server: the two example servers, or `sdk-noop`, the SDK's path with a no-op tool. */
+export type BenchServer = keyof typeof TARGETS;
 
 function command(runtime: ServerRuntime): [string, string[]] {
   if (runtime === "bun") return [`${ROOT}node_modules/.bin/bun`, [TARGET]];
@@ -176,7 +182,8 @@ export async function measureServers(options: MeasureServersOptions): Promise<Se
   const connections = options.connections ?? 10;
   const rows: ServerThroughput[] = [];
   for (const era of options.eras ?? ["modern", "legacy"]) {
-    for (const [server, kind] of SERVERS) {
+    for (const server of options.servers ?? ["todo-enforcer", "test-gate"]) {
+      const kind = TARGETS[server];
       const floor = await measureOne(options.runtime, `${kind}-floor`, era, durationSec, warmupSec, connections);
       const served = await measureOne(options.runtime, kind, era, durationSec, warmupSec, connections);
       const row: ServerThroughput = {
@@ -205,14 +212,16 @@ if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith
       runtime: { type: "string", multiple: true },
       duration: { type: "string", default: "5" },
       era: { type: "string", multiple: true },
+      server: { type: "string", multiple: true },
       json: { type: "boolean", default: false },
     },
   });
   const runtimes = (values.runtime ?? ["node", "bun"]) as ServerRuntime[];
   const eras = (values.era ?? ["modern", "legacy"]) as Era[];
+  const servers = (values.server ?? ["todo-enforcer", "test-gate"]) as BenchServer[];
   const all: (ServerThroughput & { runtime: ServerRuntime })[] = [];
   for (const runtime of runtimes) {
-    for (const row of await measureServers({ runtime, durationSec: Number(values.duration), eras })) {
+    for (const row of await measureServers({ runtime, durationSec: Number(values.duration), eras, servers })) {
       all.push({ runtime, ...row });
       if (!values.json) {
         console.log(
