@@ -23,7 +23,7 @@ import { createMcpHandler, InMemoryTransport, type JSONRPCMessage, McpServer } f
 import { Hono } from "hono";
 import * as z from "zod";
 import { createApp, createMcpServer } from "../servers/todo-enforcer/app.ts";
-import { TodoStore } from "../servers/todo-enforcer/todo.ts";
+import { MemoryStore } from "../servers/todo-enforcer/store.ts";
 import { benchRequest } from "./servers-request.ts";
 
 /** One measured slice. */
@@ -103,7 +103,7 @@ export async function measureSlices(n = 2000, rounds = 3): Promise<Slice[]> {
   const bytes = new TextEncoder().encode('{"result":{"content":[{"type":"text","text":""}]},"jsonrpc":"2.0","id":7}');
   floor.post("/mcp", (c) => c.body(bytes, 200, { "content-type": "application/json" }));
   const app = createApp();
-  const store = new TodoStore();
+  const store = new MemoryStore();
   const todo = createMcpHandler(reusing(() => createMcpServer(store)));
   const noop = createMcpHandler(reusing(noopServer));
   const dispatch = await inMemoryDispatch();
