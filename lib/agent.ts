@@ -9,6 +9,7 @@
 import { abortError, AgentError } from "./errors.ts";
 import { agentConfig, type AgentOptions, isModel, modelFrom, serverList } from "./agent-options.ts";
 import { AgentSession, type PromptRun } from "./loop.ts";
+import { inProcessMcp } from "./mcp/in-process.ts";
 import { createRegistry, type RegistryFailure } from "./mcp/registry.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
 import type { HistoryItem } from "./types.ts";
@@ -75,7 +76,8 @@ export interface Agent {
 export async function createAgent(options: AgentOptions): Promise<Agent> {
   const config = agentConfig(options);
   const model = isModel(options.model) ? options.model : modelFrom(options.model, config, options.fetch);
-  const servers = serverList(options);
+  const inProcess = options.inProcessServers === undefined ? undefined : inProcessMcp(options.inProcessServers);
+  const servers = [...serverList(options), ...(inProcess?.servers ?? [])];
   const sessionId = options.sessionId ?? crypto.randomUUID();
   const starting = createRegistry(servers, {
     sessionId,
@@ -86,6 +88,7 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     ...(options.env === undefined ? {} : { env: options.env }),
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+    ...(inProcess === undefined ? {} : { connect: inProcess.connect }),
   });
   const { registry, failures } = await abortable(starting, options.signal);
   const session = new AgentSession({
