@@ -6,10 +6,24 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { injectedHooks, messagesOf, runPrompt, type TestSession, toolNamesOf, withSession } from "./helpers/session.ts";
+import {
+  injectedHooks,
+  messagesOf,
+  runPrompt,
+  type TestSession,
+  toolNamesOf,
+  withSession as withProcesses,
+} from "./helpers/session.ts";
 import { alive } from "./helpers/processes.ts";
 
 type Wire = "anthropic" | "openai";
+
+/**
+ * Most tests run the fixture servers in this process (`inProcess`: the real client code over
+ * an in-memory channel, no process per server); the end-to-end ones that need a process or
+ * check the behaviour over real pipes call {@link withProcesses}.
+ */
+const withSession: typeof withProcesses = (options, body) => withProcesses({ inProcess: true, ...options }, body);
 
 const stopCalls = (t: TestSession) => t.calls().filter((c) => c.tool === "_Stop");
 const hooksOn = { MCP_HOOK_SERVERS: "*" };
@@ -18,7 +32,7 @@ describe("SPEC 2: hooks are invisible to the LLM", () => {
   for (const wire of ["anthropic", "openai"] as Wire[]) {
     test(`2.1 hooks are removed from every request's tool list, hooks on or off (${wire})`, async () => {
       for (const env of [{}, hooksOn]) {
-        await withSession(
+        await (wire === "anthropic" && env === hooksOn ? withProcesses : withSession)(
           {
             wire,
             env,
@@ -161,7 +175,7 @@ describe("SPEC 4: calling a hook", () => {
   });
 
   test("4.2 each hook call has its own timeout and a timeout is no objection", async () => {
-    await withSession(
+    await withProcesses(
       {
         wire: "openai",
         env: { ...hooksOn, SPROUT_AGENT_HOOK_TIMEOUT_MS: "300" },
@@ -205,7 +219,7 @@ describe("SPEC 4: calling a hook", () => {
   }
 
   test("4.4 a server whose hook times out twice in a row is killed", async () => {
-    await withSession(
+    await withProcesses(
       {
         wire: "openai",
         env: { ...hooksOn, SPROUT_AGENT_HOOK_TIMEOUT_MS: "250" },
@@ -554,7 +568,7 @@ describe("SPEC 6: the loop", () => {
   }
 
   test("C17 a 5 MB tool result reaches the LLM cut to the cap with the original size", async () => {
-    await withSession(
+    await withProcesses(
       {
         wire: "anthropic",
         // A 5 MB reply is one JSON-RPC line: allow lines that long (the default cap is 4 MiB).
