@@ -1,7 +1,8 @@
 /**
  * The loop and the `_Stop` gate, one test per numbered rule of SPEC sections 2, 3, 4 and 7,
  * with the real wire clients against the recording fake LLM (which rejects any request the
- * real API would) and real fixture MCP servers.
+ * real API would) and the fixture MCP server (official SDK v2): in this process over an
+ * in-memory channel for most tests, as real stdio children for the end-to-end ones.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
