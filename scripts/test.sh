@@ -24,7 +24,21 @@ step lint deno lint --quiet
 # The JSR package: the publish list and no slow types in the public API (no upload).
 step publish-dry-run deno publish --dry-run --allow-dirty --quiet
 step node node --import tsx --test --test-concurrency=2 "${files[@]}"
-step bun bun test --timeout 120000 "${files[@]/#/./}"
+# Bun runs one file at a time: two processes, each with every other file, like Node's two at a
+# time; each one's output is printed whole when both are done.
+bun_two() {
+  local halves=("" "") i rc=0 pids=() outs=()
+  for i in "${!files[@]}"; do halves[i % 2]+="./${files[i]}"$'\n'; done
+  for i in 0 1; do
+    outs[i]=$(mktemp)
+    # shellcheck disable=SC2086
+    (IFS=$'\n'; exec bun test --timeout 120000 ${halves[i]}) >"${outs[i]}" 2>&1 &
+    pids[i]=$!
+  done
+  for i in 0 1; do wait "${pids[i]}" || rc=1; cat "${outs[i]}"; rm -f "${outs[i]}"; done
+  return "$rc"
+}
+step bun bun_two
 # Deno runs two files at a time like Node (the files never share ports or folders), and skips
 # its own type check: the tsc step above already checked every file.
 step deno env DENO_JOBS=2 deno test -A --quiet --no-check --parallel "${files[@]}"
