@@ -35,6 +35,8 @@ export type {
 export { strictTemplateProblems, validateAnthropicRequest, validateOpenAiRequest } from "./lib/llm/validate.ts";
 export type { OpenAiValidateOptions } from "./lib/llm/validate.ts";
 export { createScriptedModel } from "./lib/llm/scripted.ts";
+export { linkedTransports } from "./lib/mcp/in-process.ts";
+export type { InProcessServer, InProcessTransport } from "./lib/mcp/in-process.ts";
 export type { ScriptedOptions, ScriptTurn } from "./lib/llm/scripted.ts";
 export type {
   HistoryItem,

@@ -33,7 +33,7 @@ export interface Row {
   value: number;
   /** The baseline's number, in `unit`. */
   baseline: number;
-  /** `ms`, `MB`, `KB`, `req/s`. */
+  /** `ms`, `MB`, `KB`, `req/s`, `req/CPU-s` (requests per CPU-second of the server process). */
   unit: string;
   /** Subject cost / baseline cost. */
   ratio: number;

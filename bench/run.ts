@@ -2,7 +2,7 @@
  * `npm run bench`: runs the groups, then prints one table (group, case, value, baseline,
  * ratio) where every ratio compares two numbers measured in this run. See docs/PERFORMANCE.md.
  *
- *   npm run bench                          all groups, all runtimes (a few minutes)
+ *   npm run bench                          all groups, all runtimes (6–8 minutes)
  *   npm run bench -- --quick               fewer samples: a smoke run, rough numbers
  *   npm run bench -- hooks mcp             only these groups
  *   npm run bench -- --runtimes node,bun   per-runtime groups only under these

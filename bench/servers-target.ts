@@ -1,9 +1,13 @@
 /**
- * One HTTP server for bench/throughput.ts, run as its own process under Bun (`Bun.serve`) or Node
- * (`@hono/node-server`): the todo-enforcer app, the test-gate app, or the floor, a minimal Hono
+ * One HTTP server for bench/throughput.ts, run as its own process under Bun (`Bun.serve`), Deno
+ * (`Deno.serve`) or Node (`@hono/node-server`), as the servers' `main.ts` serves: the todo-enforcer app, the test-gate app, or the floor, a minimal Hono
  * app that answers `POST /mcp` with the very bytes the real server answers to the bench request.
  *
- *   bun bench/servers-target.ts todo|gate|todo-floor|gate-floor modern|legacy
+ *   bun bench/servers-target.ts todo|gate|noop|todo-floor|gate-floor|noop-floor modern|legacy
+ *
+ * `noop` bounds what any server built this way can reach: the same SDK path (`createMcpHandler`,
+ * idle instances reused, the body parsed once) with one tool, `_Stop`, that returns a constant,
+ * and no Host/Origin checks: the SDK's own per-request work and nothing of ours.
  *
  * Prints `listening on http://127.0.0.1:PORT/mcp` once ready; exits on SIGTERM.
  * @module
@@ -12,7 +16,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
+import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { Hono } from "hono";
+import * as z from "zod";
 import { createApp as createGateApp } from "../servers/test-gate/app.ts";
 import { TestGate } from "../servers/test-gate/gate.ts";
 import { createApp as createTodoApp } from "../servers/todo-enforcer/app.ts";
@@ -20,13 +26,19 @@ import { benchRequest, type Era } from "./servers-request.ts";
 
 type FetchHandler = (request: Request) => Response | Promise<Response>;
 
-interface BunGlobal {
-  serve(options: { fetch: FetchHandler; hostname: string; port: number }): { port: number };
+interface RuntimeGlobals {
+  Bun?: { serve(options: { fetch: FetchHandler; hostname: string; port: number }): { port: number } };
+  Deno?: {
+    serve(options: { hostname: string; port: number; onListen(): void }, fetch: FetchHandler): {
+      addr: { port: number };
+    };
+  };
 }
 
 async function listen(fetch: FetchHandler): Promise<number> {
-  const bun = (globalThis as { Bun?: BunGlobal }).Bun;
-  if (bun !== undefined) return bun.serve({ fetch, hostname: "127.0.0.1", port: 0 }).port;
+  const { Bun, Deno } = globalThis as RuntimeGlobals;
+  if (Bun !== undefined) return Bun.serve({ fetch, hostname: "127.0.0.1", port: 0 }).port;
+  if (Deno !== undefined) return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, fetch).addr.port;
   const { serve } = await import("@hono/node-server");
   return await new Promise((resolve) => serve({ fetch, hostname: "127.0.0.1", port: 0 }, (info) => resolve(info.port)));
 }
@@ -40,16 +52,36 @@ async function gateApp(): Promise<{ app: Hono; cleanup: () => void }> {
   return { app: createGateApp({ gate }), cleanup: () => rmSync(cwd, { recursive: true, force: true }) };
 }
 
+/** The SDK's path with nothing of ours: see the module comment. */
+function noopApp(): Hono {
+  const build = () => {
+    const server = new McpServer({ name: "noop", version: "0.0.0" }, { capabilities: { tools: {} } });
+    server.registerTool("_Stop", { inputSchema: z.object({}) }, () => ({ content: [{ type: "text", text: "" }] }));
+    return server;
+  };
+  const idle: McpServer[] = [];
+  const mcp = createMcpHandler(({ era }) => {
+    if (era !== "modern") return build();
+    const server = idle.pop() ?? build();
+    server.server.onclose = () => void idle.push(server);
+    return server;
+  });
+  const app = new Hono();
+  app.post("/mcp", async (c) => await mcp.fetch(c.req.raw, { parsedBody: JSON.parse(await c.req.raw.text()) }));
+  return app;
+}
+
 async function main(): Promise<void> {
   const [kind = "", era = "modern"] = process.argv.slice(2);
-  if (!["todo", "gate", "todo-floor", "gate-floor"].includes(kind) || !["modern", "legacy"].includes(era)) {
+  if (!/^(todo|gate|noop)(-floor)?$/.test(kind) || !["modern", "legacy"].includes(era)) {
     throw new Error(
-      `Cannot start bench target "${kind} ${era}": expected todo|gate|todo-floor|gate-floor modern|legacy`,
+      `Cannot start bench target "${kind} ${era}": expected todo|gate|noop, optionally -floor, then modern|legacy`,
     );
   }
   let cleanup = () => {};
   let app: Hono;
   if (kind.startsWith("todo")) app = createTodoApp();
+  else if (kind.startsWith("noop")) app = noopApp();
   else ({ app, cleanup } = await gateApp());
   let fetch: FetchHandler = (request) => app.fetch(request);
   if (kind.endsWith("-floor")) {

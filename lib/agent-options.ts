@@ -15,6 +15,7 @@ import { createAnthropicModel, MIN_THINKING_BUDGET_TOKENS } from "./llm/anthropi
 import { createOpenAiModel } from "./llm/openai.ts";
 import { createScriptedModel, parseScript, type ScriptTurn } from "./llm/scripted.ts";
 import { headerProblem, parseMcpConfig, SERVER_NAME_PATTERN } from "./mcp/config.ts";
+import type { InProcessServer } from "./mcp/in-process.ts";
 import type { McpEra, McpServerConfig } from "./mcp/types.ts";
 import type { Model } from "./types.ts";
 
@@ -97,6 +98,16 @@ export interface AgentOptions extends AgentLimits {
    * against {@link AgentOptions.cwd}) or as a parsed list; default none.
    */
   mcpServers?: { mcpServers?: Record<string, unknown> } | readonly McpServerConfig[] | undefined;
+  /**
+   * MCP servers run in this process, by name (for tests and embedders; `lib/mcp/in-process.ts`):
+   * each is handed the server's end of an in-memory channel shaped like the official SDK's
+   * `Transport`, for example `{ todo: (transport) => serveStdio(createServer, { transport }) }`.
+   * They come after `mcpServers` and behave as stdio servers do (era detection, hooks,
+   * timeouts, restart) except for what only a process has: no pid, stderr or line limit.
+   * Names follow `mcpServers`' rule (SPEC section 5.2); default none.
+   * @throws {AgentError} `config` from {@link createAgent} for a name that breaks the rule
+   */
+  inProcessServers?: Readonly<Record<string, InProcessServer>> | undefined;
   /** Servers whose hooks (`_Stop`, `_PostCompact`…) run: `"*"` for every server, or names; default none, hooks off (SPEC section 3). */
   hookServers?: "*" | readonly string[] | undefined;
   /**
@@ -321,6 +332,14 @@ export function modelFrom(spec: ModelOptions, config: Config, fetchFn: typeof fe
 
 /** `options.mcpServers` as a list of server configurations. */
 export function serverList(options: AgentOptions): McpServerConfig[] {
+  for (const name of Object.keys(options.inProcessServers ?? {})) {
+    if (!SERVER_NAME_PATTERN.test(name) || name.includes("__")) {
+      invalid(
+        "inProcessServers",
+        `server name ${JSON.stringify(name)} must match ^[A-Za-z0-9_-]{1,64}$ and must not contain "__"`,
+      );
+    }
+  }
   const servers = options.mcpServers;
   if (servers === undefined) return [];
   if (Array.isArray(servers)) return [...servers];

@@ -12,6 +12,7 @@ import { agentConfig, type AgentOptions, inProcessHooks, isModel, modelFrom, ser
 import type { AgentEvent } from "./events.ts";
 import { hookSetupWarnings } from "./hook-check.ts";
 import { AgentSession, type PromptRun } from "./loop.ts";
+import { inProcessMcp } from "./mcp/in-process.ts";
 import { createRegistry, type RegistryFailure } from "./mcp/registry.ts";
 import type { ToolRegistry } from "./mcp/types.ts";
 import type { HistoryItem } from "./types.ts";
@@ -82,7 +83,8 @@ export interface Agent {
 export async function createAgent(options: AgentOptions): Promise<Agent> {
   const config = agentConfig(options);
   const model = isModel(options.model) ? options.model : modelFrom(options.model, config, options.fetch);
-  const servers = serverList(options);
+  const inProcess = options.inProcessServers === undefined ? undefined : inProcessMcp(options.inProcessServers);
+  const servers = [...serverList(options), ...(inProcess?.servers ?? [])];
   const hooks = inProcessHooks(options, servers);
   const sessionId = options.sessionId ?? crypto.randomUUID();
   const starting = createRegistry(servers, {
@@ -95,6 +97,7 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
     ...(options.onServerStderr === undefined ? {} : { onServerStderr: options.onServerStderr }),
+    ...(inProcess === undefined ? {} : { connect: inProcess.connect }),
   });
   const { registry, failures } = await abortable(starting, options.signal);
   // A misspelt name in MCP_HOOK_SERVERS, or hooks nobody enabled, would otherwise go unseen.

@@ -377,6 +377,7 @@ describe("the loop with thinking: history keeps every block, hook injection stay
   test("thinking on: a _Stop objection, a tool call, then every request is valid and each thinking block is resent byte-identical", async () => {
     await withSession(
       {
+        inProcess: true,
         wire: "anthropic",
         env: { ...hooksOn, SPROUT_AGENT_THINKING_BUDGET_TOKENS: "2048" },
         servers: [{ name: "fx", env: { FIXTURE_STOP: "run the tests first", FIXTURE_STOP_COUNT: "1" } }],
@@ -419,6 +420,7 @@ describe("the loop with thinking: history keeps every block, hook injection stay
   test("tool_use blocks follow the calls the loop kept: an illegal id renamed, a cut-off response's call dropped; thinking untouched", async () => {
     await withSession(
       {
+        inProcess: true,
         wire: "anthropic",
         env: { SPROUT_AGENT_THINKING_BUDGET_TOKENS: "1024" },
         responses: [
@@ -467,6 +469,7 @@ describe("the loop with thinking: history keeps every block, hook injection stay
   test("hooks only (no tools) and a compaction summary with thinking in history: pairs become text, thinking stays, requests valid", async () => {
     await withSession(
       {
+        inProcess: true,
         wire: "anthropic",
         env: {
           ...hooksOn,
@@ -515,7 +518,7 @@ describe("refusals show their explanation", () => {
 
   test("stop_details.explanation reaches the prompt result (without one a fixed text says so); the refused prompt leaves history", async () => {
     await withSession(
-      { wire: "anthropic", servers: [], responses: [refusal, { text: "x", stop: "refusal" }] },
+      { inProcess: true, wire: "anthropic", servers: [], responses: [refusal, { text: "x", stop: "refusal" }] },
       async (t) => {
         assert.deepEqual((await runPrompt(t.session, "hack")).result.refusal, explanation);
         const second = (await runPrompt(t.session, "again")).result;

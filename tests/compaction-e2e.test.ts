@@ -82,6 +82,7 @@ describe("compaction end to end", () => {
     // The fake reports 10 input tokens per request, so one result must cross the threshold alone.
     const big = { toolCalls: [{ name: "fx__big", arguments: { bytes: 5000 } }] };
     const t = await startSession({
+      inProcess: true,
       wire: "anthropic",
       env: { ...small, MCP_HOOK_SERVERS: "fx" },
       servers: [{ name: "fx", env: { FIXTURE_POSTCOMPACT: "todo state here" } }],
@@ -106,6 +107,7 @@ describe("compaction end to end", () => {
     // The fake reports 10 input tokens per request, so one result must cross the threshold alone.
     const big = { toolCalls: [{ name: "fx__big", arguments: { bytes: 5000 } }] };
     const t = await startSession({
+      inProcess: true,
       wire: "openai",
       env: { ...small, SPROUT_AGENT_MAX_HANDOFFS: "0" },
       responses: responder([big, big, { text: "done" }], { text: "never" }),
@@ -133,6 +135,7 @@ describe("compaction end to end", () => {
       }],
     });
     const t = await startSession({
+      inProcess: true,
       wire: "anthropic",
       env: { ...small, MCP_HOOK_SERVERS: "todo" },
       extraServers: [{ name: "todo", transport: { type: "stdio", command: command!, args, env: {} } }],
@@ -197,6 +200,7 @@ describe("compaction end to end", () => {
       };
       const wire: Wire = seed % 2 === 0 ? "anthropic" : "openai";
       const t = await startSession({
+        inProcess: true,
         wire,
         env: { ...small, MCP_HOOK_SERVERS: "*", SPROUT_AGENT_MAX_ROUNDS: "8", SPROUT_AGENT_STOP_MAX_REJECTIONS: "5" },
         servers: [{ name: "fx", env: { FIXTURE_STOP: "keep going", FIXTURE_POSTCOMPACT: "state" } }],

@@ -263,9 +263,10 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
     });
     try {
       const started = Date.now();
-      const c = await connectMcp(http("nullid", peer.url), options({ initTimeoutMs: 3000 }));
+      const c = await connectMcp(http("nullid", peer.url), options({ initTimeoutMs: 30_000 }));
       assert.equal(c.era, "legacy");
-      assert.ok(Date.now() - started < 1500, `at once (took ${Date.now() - started} ms)`);
+      // At once: not after the 30 s init timeout (the bound is generous for a loaded machine).
+      assert.ok(Date.now() - started < 10_000, `at once (took ${Date.now() - started} ms)`);
       await c.close();
     } finally {
       await closeServer(peer.server);

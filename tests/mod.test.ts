@@ -113,6 +113,7 @@ describe("testing.ts", () => {
   test("exports exactly these values", () => {
     assert.deepEqual(Object.keys(testing).sort(), [
       "createScriptedModel",
+      "linkedTransports",
       "startFakeLlm",
       "strictTemplateProblems",
       "validateAnthropicRequest",
@@ -129,6 +130,8 @@ describe("testing.ts", () => {
       "FakeStreamError",
       "FakeTurn",
       "HistoryItem",
+      "InProcessServer",
+      "InProcessTransport",
       "LlmRequest",
       "LlmResponse",
       "Model",

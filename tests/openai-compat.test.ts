@@ -354,6 +354,7 @@ describe("runs against a strict chat template complete", () => {
   test("a _Stop objection: the injected call's id is accepted and the run ends end_turn", async () => {
     await withSession(
       {
+        inProcess: true,
         wire: "openai",
         fake: { strictTemplate: true },
         env: { MCP_HOOK_SERVERS: "fx" },
@@ -381,7 +382,12 @@ describe("runs against a strict chat template complete", () => {
       toolCalls: [{ id: "A00000001", name: "fx__echo", arguments: { text } }],
     });
     await withSession(
-      { wire: "openai", fake: { strictTemplate: true }, responses: [echo("one"), echo("two"), { text: "done" }] },
+      {
+        inProcess: true,
+        wire: "openai",
+        fake: { strictTemplate: true },
+        responses: [echo("one"), echo("two"), { text: "done" }],
+      },
       async (t) => {
         assert.equal((await runPrompt(t.session, "echo twice")).result.stopReason, "end_turn");
         const ids = messagesOf(t.llm.requests[2]!.body).filter((m) => m["role"] === "tool").map((m) =>
@@ -400,6 +406,7 @@ describe("runs against a strict chat template complete", () => {
       const turns: FakeTurn[] = [big, big, { text: "finished" }];
       let next = 0;
       const t = await startSession({
+        inProcess: true,
         wire: "openai",
         fake: { strictTemplate: true },
         env: { ...small, ...(postCompact ? { MCP_HOOK_SERVERS: "fx" } : {}) },
@@ -423,6 +430,7 @@ describe("runs against a strict chat template complete", () => {
   test("Ollama's streamed shapes end to end: two index-0 calls both run, a no-index call and object arguments run with their arguments", async () => {
     await withSession(
       {
+        inProcess: true,
         wire: "openai",
         responses: [
           {
@@ -456,7 +464,7 @@ describe("runs against a strict chat template complete", () => {
       toolCallStream: "ollama",
     };
     await withSession(
-      { wire: "openai", fake: { strictTemplate: true }, responses: [chunks, { text: "sorry" }] },
+      { inProcess: true, wire: "openai", fake: { strictTemplate: true }, responses: [chunks, { text: "sorry" }] },
       async (t) => {
         const { result } = await runPrompt(t.session, "echo");
         assert.equal(result.stopReason, "end_turn");

@@ -225,6 +225,47 @@ describe("project files and fingerprint", () => {
     rmSync(join(dir, "b.ts"));
     assert.equal(await fp(), edited);
   });
+  test("a fingerprint begun before a call is never its answer; calls waiting meanwhile share the next", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "a.ts"), "a");
+    // The listing is held open until released, and counted: each one is a `git ls-files` in real use.
+    const releases: (() => void)[] = [];
+    let listings = 0;
+    let files = ["a.ts"];
+    const gate = new TestGate({
+      command: "true",
+      cwd: dir,
+      projectFiles: async () => {
+        listings++;
+        const seen = [...files];
+        await new Promise<void>((resolve) => releases.push(resolve));
+        return seen;
+      },
+    });
+    const first = gate.fingerprint();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(listings, 1);
+    // A file appears while the first listing is under way: calls made now must see it.
+    writeFileSync(join(dir, "b.ts"), "b");
+    files = ["a.ts", "b.ts"];
+    const second = gate.fingerprint();
+    const third = gate.fingerprint();
+    assert.equal(listings, 1, "the later calls wait instead of listing alongside");
+    releases.shift()!();
+    const before = await first;
+    while (listings < 2) await new Promise((resolve) => setImmediate(resolve));
+    releases.shift()!();
+    const [after2, after3] = await Promise.all([second, third]);
+    assert.equal(listings, 2, "the two waiting calls shared one listing");
+    assert.equal(after2, after3);
+    assert.notEqual(after2, before, "the change made during the first listing is in the later answer");
+    assert.equal(after2, await fingerprintFiles(dir, ["a.ts", "b.ts"]));
+    // Nothing in flight: the next call lists afresh.
+    const fourth = gate.fingerprint();
+    while (listings < 3) await new Promise((resolve) => setImmediate(resolve));
+    releases.shift()!();
+    assert.equal(await fourth, after2);
+  });
 });
 
 describe("running the test command", () => {

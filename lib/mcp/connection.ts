@@ -29,6 +29,7 @@ import { listToolPages } from "./tools-list.ts";
 import { MODERN_PROTOCOL_VERSION } from "./types.ts";
 import type {
   CallToolResult,
+  InProcessTransport,
   McpConnection,
   McpConnectOptions,
   McpEra,
@@ -56,15 +57,21 @@ export class Connection implements McpConnection {
   #peer!: JsonRpcPeer;
   #proc: StdioProcess | undefined;
   #http: HttpTransport | undefined;
+  #channel: InProcessTransport | undefined;
   #closing = false;
   #connected = false;
   #dead = false;
   #exit: McpExitInfo | undefined;
   #changes: ToolListChanges;
 
-  /** Nothing starts until {@link start}; `initTimeoutMs` defaults to 30000. */
-  constructor(config: McpServerConfig, options: McpConnectOptions) {
+  /**
+   * Nothing starts until {@link start}; `initTimeoutMs` defaults to 30000. With `channel`
+   * (`lib/mcp/in-process.ts`), the server is spoken to over that in-memory channel instead of
+   * the configuration's transport.
+   */
+  constructor(config: McpServerConfig, options: McpConnectOptions, channel?: InProcessTransport) {
     this.#config = config;
+    this.#channel = channel;
     this.#options = options;
     this.#name = config.name;
     this.#initTimeoutMs = options.initTimeoutMs ?? 30_000;
@@ -111,6 +118,8 @@ export class Connection implements McpConnection {
         maxBodyBytes: this.#options.maxLineBytes ?? 4_194_304,
       });
       this.#peer = this.#newPeer((m, c) => this.#http!.send(m, c));
+    } else if (this.#channel !== undefined) {
+      await this.#openChannel(this.#channel);
     } else {
       this.#spawn();
     }
@@ -173,6 +182,22 @@ export class Connection implements McpConnection {
     });
     this.#proc = stdio.proc;
     this.#peer = stdio.peer;
+  }
+
+  /** An in-process server: the peer over the channel; the server closing its end is an exit with code 0. */
+  async #openChannel(channel: InProcessTransport): Promise<void> {
+    const peer = this.#newPeer((m) => channel.send(m));
+    this.#peer = peer;
+    channel.onmessage = (m) => peer.receive(m);
+    channel.onclose = () => {
+      if (this.#dead) return;
+      const info: McpExitInfo = { code: 0, signal: null, stderrTail: "" };
+      this.#dead = true;
+      this.#exit = info;
+      peer.failAll(() => exitError(this.#name, info));
+      if (!this.#closing && this.#connected) this.#options.onClose?.(info);
+    };
+    await channel.start();
   }
 
   #newPeer(send: (m: JsonRpcMessage, c: SendContext) => Promise<void>): JsonRpcPeer {
@@ -316,6 +341,7 @@ export class Connection implements McpConnection {
     this.#peer?.failAll(() => new AgentError("mcp", `Server "${this.#name}" was killed`));
     this.#proc?.kill();
     this.#http?.kill();
+    void this.#channel?.close();
   }
 
   /** Closes gracefully and fails every pending request. */
@@ -326,6 +352,6 @@ export class Connection implements McpConnection {
     }
     this.#closing = true;
     this.#peer?.failAll(() => new AgentError("mcp", `Server "${this.#name}" was closed`));
-    await Promise.all([this.#proc?.close(), this.#http?.close()]);
+    await Promise.all([this.#proc?.close(), this.#http?.close(), this.#channel?.close()]);
   }
 }

@@ -136,6 +136,32 @@ export interface McpExitInfo {
   stderrTail: string;
 }
 
+/**
+ * One end of an in-memory message channel, with the members of the official MCP SDK's
+ * `Transport` that a server uses, so an SDK server accepts it as its transport. Messages are
+ * JSON-RPC objects, copied through `JSON.stringify`/`JSON.parse` as a stdio line would be,
+ * and delivered in order, each in its own microtask (never inside `send`).
+ * @example
+ * const serve = (transport: InProcessTransport) => serveStdio(createServer, { transport });
+ */
+export interface InProcessTransport {
+  /** Set by the receiving side; messages that arrive before `start()` wait in a queue. */
+  onmessage?: ((message: unknown, extra?: unknown) => void) | undefined;
+  /** Called once when either end closes. */
+  onclose?: (() => void) | undefined;
+  /** Never called by this channel (it has no transport errors); present for the SDK's shape. */
+  onerror?: ((error: Error) => void) | undefined;
+  /** Delivers the messages queued before it was called, then every later one as it comes. */
+  start(): Promise<void>;
+  /**
+   * Sends one JSON-RPC message to the other end.
+   * @throws {Error} `Cannot send on an in-process MCP channel: it is closed` once either end closed
+   */
+  send(message: unknown, options?: unknown): Promise<void>;
+  /** Closes both ends; each end's `onclose` runs once. */
+  close(): Promise<void>;
+}
+
 /** Options for {@link McpConnection} creation (`connectMcp` in `lib/mcp/client.ts`). */
 export interface McpConnectOptions {
   /** Sent as `_meta["sprout-agent/session"]` on every request (SPEC section 10). */

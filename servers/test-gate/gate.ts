@@ -54,6 +54,7 @@ interface Running {
   handle: RunHandle;
 }
 
+const noop = () => {};
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Renders an argv array as a shell-ready line (quoting only where needed). */
@@ -76,6 +77,9 @@ export class TestGate {
   #last: TestRun | undefined;
   #running: Running | undefined;
   #closed = false;
+  /** The fingerprint being taken, and the one queued behind it (see {@link fingerprint}). */
+  #fingerprinting: Promise<string> | undefined;
+  #nextFingerprint: Promise<string> | undefined;
 
   constructor(options: GateOptions) {
     this.#options = {
@@ -101,10 +105,34 @@ export class TestGate {
     return this.#running !== undefined;
   }
 
-  /** The fingerprint of the project files as they are now. */
-  async fingerprint(): Promise<string> {
-    const files = await this.#options.projectFiles(this.#options.cwd);
-    return await fingerprintFiles(this.#options.cwd, files);
+  /**
+   * The fingerprint of the project files as they are now: taken after this call began, so a
+   * file saved just before the call is in it. Calls made while one is being taken wait for it
+   * to end and then share the next one: listing the project (a `git` process) and reading every
+   * file's size and time is the gate's whole cost per `_Stop`, and agents calling at once need
+   * it only once. A call never shares a fingerprint that began before it, which could miss a
+   * change made in between.
+   */
+  fingerprint(): Promise<string> {
+    if (this.#fingerprinting === undefined) return this.#takeFingerprint();
+    this.#nextFingerprint ??= this.#fingerprinting.then(noop, noop).then(() => {
+      this.#nextFingerprint = undefined;
+      return this.#takeFingerprint();
+    });
+    return this.#nextFingerprint;
+  }
+
+  #takeFingerprint(): Promise<string> {
+    const taking = (async () => {
+      const files = await this.#options.projectFiles(this.#options.cwd);
+      return await fingerprintFiles(this.#options.cwd, files);
+    })();
+    this.#fingerprinting = taking;
+    const done = () => {
+      if (this.#fingerprinting === taking) this.#fingerprinting = undefined;
+    };
+    taking.then(done, done);
+    return taking;
   }
 
   /**

@@ -12,6 +12,8 @@ import { loadConfig } from "../../lib/config.ts";
 import type { AgentEvent, PromptResult } from "../../lib/events.ts";
 import { createModel } from "../../lib/llm/model.ts";
 import { AgentSession } from "../../lib/loop.ts";
+import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import { inProcessMcp, type InProcessTransport } from "../../lib/mcp/in-process.ts";
 import { createRegistry } from "../../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../../lib/mcp/types.ts";
 import {
@@ -21,6 +23,7 @@ import {
   type RecordedRequest,
   startFakeLlm,
 } from "../../lib/testing.ts";
+import { fixtureFactory } from "../fixtures/agent-server-tools.ts";
 import { repoRoot, tsCommand } from "./runtime.ts";
 
 /** One fixture server: its name and its `FIXTURE_*` environment. */
@@ -51,6 +54,9 @@ export function fixtureCommand(): { command: string; args: string[] } {
 /**
  * Starts the fake LLM and the fixture servers and builds a session.
  * @param options.wire which wire client the session uses
+ * @param options.inProcess serve the fixtures in this process (`lib/mcp/in-process.ts`) instead of
+ *   spawning them: the same client code over an in-memory channel; tools that need a process
+ *   (`die`, `env`, pid files) do not work there
  * @param options.env extra agent environment (`MCP_HOOK_SERVERS`, `SPROUT_AGENT_*`)
  */
 export async function startSession(options: {
@@ -60,6 +66,7 @@ export async function startSession(options: {
   /** Other servers (for example an example hook server), placed before the fixtures. */
   extraServers?: McpServerConfig[];
   env?: Record<string, string>;
+  inProcess?: boolean;
   /** Further options of the fake LLM (`strictTemplate`, `requireKey`…). */
   fake?: Omit<FakeLlmOptions, "responses">;
 }): Promise<TestSession> {
@@ -94,11 +101,18 @@ export async function startSession(options: {
     },
   }));
   const sessionId = `test-${Math.random().toString(16).slice(2)}`;
-  const { registry, failures } = await createRegistry([...(options.extraServers ?? []), ...servers], {
+  const inProcess = options.inProcess === true
+    ? inProcessMcp(Object.fromEntries(servers.map((s) => [s.name, serveFixture(s.transport)])))
+    : undefined;
+  const { registry, failures } = await createRegistry([
+    ...(options.extraServers ?? []),
+    ...(inProcess?.servers ?? servers),
+  ], {
     sessionId,
     env: process.env,
     initTimeoutMs: 20_000,
     maxLineBytes: config.maxLineBytes,
+    ...(inProcess === undefined ? {} : { connect: inProcess.connect }),
   });
   if (failures.length > 0) throw new Error(`fixture servers failed: ${JSON.stringify(failures)}`);
   const session = new AgentSession({ config, model: createModel(config), registry, id: sessionId });
@@ -125,6 +139,22 @@ export async function startSession(options: {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Serves the fixture with this stdio configuration's `FIXTURE_*` environment in this process. */
+function serveFixture(transport: McpServerConfig["transport"]) {
+  const env = transport.type === "stdio" ? transport.env : {};
+  return (channel: InProcessTransport) =>
+    serveStdio(
+      fixtureFactory({
+        env,
+        envNames: () => Object.keys(env),
+        die: () => {
+          throw new Error("the die tool needs a real process (leave inProcess off)");
+        },
+      }),
+      { transport: channel },
+    );
 }
 
 /** Runs one prompt to its end, collecting its events. */
