@@ -22,7 +22,7 @@ import type { AgentEvent, HookOutcome, PromptResult } from "./lib/events.ts";
 import { checkHooks, hookSetupWarnings, isHookPoint, type ServerCheck } from "./lib/hook-check.ts";
 import { HOOK_POINTS } from "./lib/hook-points.ts";
 import { parseMcpConfig } from "./lib/mcp/config.ts";
-import { configSecrets, redact, redactEvent } from "./lib/redact.ts";
+import { configSecrets, redact, redactEvent, referencedSecrets } from "./lib/redact.ts";
 import { createRegistry } from "./lib/mcp/registry.ts";
 import { killAllServers } from "./lib/mcp/stdio.ts";
 import type { McpServerConfig } from "./lib/mcp/types.ts";
@@ -53,6 +53,8 @@ ${CONFIG_VARIABLES.map((v) => `  ${v.name.padEnd(34)} ${v.meaning} [${v.default}
 
 /** API keys and configured header values: redacted from everything printed (guarantee 6). */
 let secrets: string[] = [];
+/** The credential variables the MCP configuration file references, by value (`referencedSecrets`). */
+let configReferenced: string[] = [];
 
 // Every byte for stdout and stderr goes through these writers, and every exit goes through
 // exit() below, which waits for them to flush: a pipe holds 64 KiB, and process.exit() drops
@@ -130,6 +132,7 @@ async function readStdin(): Promise<string> {
 }
 
 function loadServers(path: string | undefined): McpServerConfig[] {
+  configReferenced = [];
   const file = path ?? (existsSync(".mcp.json") ? ".mcp.json" : undefined);
   if (file === undefined) return [];
   let text: string;
@@ -141,6 +144,7 @@ function loadServers(path: string | undefined): McpServerConfig[] {
       `Cannot read MCP configuration ${JSON.stringify(file)}: ${(error as Error).message}`,
     );
   }
+  configReferenced = referencedSecrets(text, process.env);
   return parseMcpConfig(text, resolve(file), { env: process.env, resolvePath: (base, rel) => resolve(base, rel) });
 }
 
@@ -272,7 +276,23 @@ function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptRes
 function serverStderrOption(json: boolean): { onServerStderr?: (server: string, line: string) => void } {
   if (!serverStderrShown(process.env, !json)) return {};
   const err = painter(process.stderr);
-  return { onServerStderr: (server, line) => stderr.write(`${err.dim(`[${server}]`)} ${redact(line, secrets)}\n`) };
+  return {
+    onServerStderr: (server, line) => stderr.write(`${err.dim(`[${server}]`)} ${visible(redact(line, secrets))}\n`),
+  };
+}
+
+/**
+ * `text` with its control characters (but tab) in caret notation (`ESC` as `^[`, `BEL` as `^G`,
+ * C1 as `^[` and a letter): a server's stderr goes to the user's terminal, where an escape
+ * sequence could set the title, hide text or write to the clipboard.
+ */
+function visible(text: string): string {
+  // deno-lint-ignore no-control-regex -- matching control characters is the point
+  return text.replace(/[\x00-\x08\x0a-\x1f\x7f-\x9f]/g, (c) => {
+    const code = c.charCodeAt(0);
+    if (code === 0x7f) return "^?";
+    return code < 0x20 ? `^${String.fromCharCode(code + 64)}` : `^[${String.fromCharCode(code - 64)}`;
+  });
 }
 
 /** `cli.ts run`: one prompt through the agent. Returns the exit status. */
@@ -281,7 +301,7 @@ async function run(args: string[]): Promise<number> {
   const options = agentOptionsFromEnv(process.env, { readFile: (p) => readFileSync(p, "utf8") });
   secrets = configSecrets(optionKeys(options));
   const servers = loadServers(parsed.mcpConfig);
-  secrets = configSecrets(optionKeys(options), servers);
+  secrets = [...configSecrets(optionKeys(options), servers), ...configReferenced];
   let prompt: string;
   if (parsed.prompt.length === 0 || (parsed.prompt.length === 1 && parsed.prompt[0] === "-")) {
     if (parsed.prompt.length === 0 && process.stdin.isTTY) {
@@ -406,7 +426,7 @@ async function hooks(args: string[]): Promise<number> {
   const config = loadConfig(process.env, (p) => readFileSync(p, "utf8"));
   secrets = configSecrets(config);
   const servers = loadServers(parsed.mcpConfig);
-  secrets = configSecrets(config, servers);
+  secrets = [...configSecrets(config, servers), ...configReferenced];
   const serverStderr = serverStderrOption(parsed.json);
   const warnings: string[] = [];
   const { registry, failures } = await createRegistry(servers, {
@@ -469,7 +489,7 @@ function printHookReport(report: ServerCheck[], warnings: string[], none: boolea
       const what = !h.point
         ? "not a hook point this agent calls (never called)"
         : h.outcome === undefined
-        ? "not called (not enabled)"
+        ? h.enabled ? "not called" : "not called (not enabled)"
         : `${dryRunOutcome(h.name, h.outcome)} in ${formatDuration(h.durationMs ?? 0)}${
           h.text === undefined ? "" : `: ${firstLine(h.text, 100)}`
         }`;

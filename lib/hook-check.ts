@@ -7,7 +7,7 @@
  */
 
 import { hooksEnabledFor, type HookServers } from "./config.ts";
-import { HookRunner } from "./hooks.ts";
+import { HOOK_TIMEOUTS_BEFORE_KILL, HookRunner } from "./hooks.ts";
 import { HOOK_POINTS, type HookMeta, hookMeta, type HookName } from "./hook-points.ts";
 import type { HookOutcome } from "./events.ts";
 import type { McpTool, ToolRegistry } from "./mcp/types.ts";
@@ -118,8 +118,9 @@ export interface ServerCheck {
  * `_meta["sprout-agent/hook"]` = `{event, round: 1, rejectionsUsed: 0, rejectionsLeft, dryRun:
  * true}`; hooks of servers not enabled and names that are no hook point are listed, not
  * called. A problem is a result a real call would not count (`isError`, a timeout, a
- * transport error, no text or only whitespace when content came) or an input schema that
- * requires arguments. Servers in `failures` are reported with their message.
+ * transport error, no text or only whitespace when content came), an input schema that
+ * requires arguments, or an enabled point left uncalled because its server stopped (two
+ * timeouts in a row kill it, as in a session). Servers in `failures` are reported with their message.
  * @example
  * const report = await checkHooks(registry, { configured: ["hello"], failures: [], allow: { kind: "all" }, timeoutMs: 2500, maxRejections: 3 });
  * const broken = report.some((s) => s.error !== undefined || s.hooks.some((h) => h.problems.length > 0));
@@ -163,6 +164,20 @@ export async function checkHooks(registry: ToolRegistry, options: {
       } else if (result.message !== undefined) {
         check.problems.push(result.message.replace(/^Hook "[^"]*" of server "[^"]*" /, ""));
       }
+    }
+  }
+  // An enabled hook point not called: its server stopped during the dry run, usually killed by
+  // the runner after two timeouts in a row (SPEC 4.4), as it would be in a session.
+  for (const server of report) {
+    if (server.error !== undefined) continue;
+    const timeouts = server.hooks.filter((h) => h.outcome === "timeout").length;
+    for (const h of server.hooks) {
+      if (!h.point || !h.enabled || h.outcome !== undefined) continue;
+      h.problems.push(
+        timeouts >= HOOK_TIMEOUTS_BEFORE_KILL
+          ? `the server was killed after ${HOOK_TIMEOUTS_BEFORE_KILL} hook timeouts in a row, as a running agent would kill it`
+          : "the server stopped before this call",
+      );
     }
   }
   return report;

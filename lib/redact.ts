@@ -109,6 +109,24 @@ export function envSecrets(env: Record<string, string> | undefined): string[] {
 }
 
 /**
+ * The values of the credential-named variables (`*_TOKEN`, `*_KEY`…) that a configuration text
+ * references as `${NAME}` or `${NAME:-default}`: `.mcp.json` may pass a token on under another
+ * name (`"env": {"GH": "${GITHUB_TOKEN}"}`, or in `args`), where {@link envSecrets} cannot see
+ * by its name that it is one. Unset or empty variables give nothing.
+ * @param text the configuration file's text, before expansion
+ * @param env the environment it is expanded from
+ * @example referencedSecrets('{"env": {"GH": "${GITHUB_TOKEN}"}}', { GITHUB_TOKEN: "ghp_x1" }) // ["ghp_x1"]
+ */
+export function referencedSecrets(text: string, env: Record<string, string | undefined>): string[] {
+  const out: string[] = [];
+  for (const [, name] of text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}/g)) {
+    const value = env[name!];
+    if (CREDENTIAL_VARIABLE.test(name!) && value !== undefined && value !== "") out.push(value);
+  }
+  return out;
+}
+
+/**
  * Every secret a running agent knows of: the configured API keys and, for each MCP server, its
  * header values and credential-named environment values. Shape-compatible with `Config` and
  * `McpServerConfig` without importing them.

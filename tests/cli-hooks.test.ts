@@ -134,6 +134,24 @@ describe("cli.ts run: aids for hook authors", () => {
     });
     assert.doesNotMatch(hidden.stderr, /bad-hook:/);
   });
+
+  test("a server's stderr line reaches the terminal without its control characters (no escape sequences)", async () => {
+    // OSC 0 sets the terminal's title, CSI colours; both shown in caret notation instead.
+    const escConfig = join(dir, "esc.json");
+    writeFileSync(
+      escConfig,
+      JSON.stringify({
+        mcpServers: {
+          esc: { command: "sh", args: ["-c", "printf 'plain \\033]0;title\\007 \\033[31mred\\r\\n' >&2; exit 3"] },
+        },
+      }),
+    );
+    const run = await runCli(["run", "--mcp-config", escConfig, "hi"], scripted, { cwd: dir });
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stderr.split("\n").filter((l) => l.startsWith("[esc] "));
+    assert.ok(lines.length > 0, run.stderr);
+    for (const line of lines) assert.equal(line, "[esc] plain ^[]0;title^G ^[[31mred");
+  });
 });
 
 describe("lib/mcp/stdio.ts: stderr line by line", () => {

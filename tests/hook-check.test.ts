@@ -169,6 +169,36 @@ describe("the dry run of cli.ts hooks (checkHooks)", () => {
     }
   });
 
+  test("hooks left uncalled because two timeouts killed the server are problems that say so, not 'not enabled'", async () => {
+    const slow = new FakeServer("slow", ["_Stop", "_PostCompact", "_SessionStart"], {
+      _Stop: () => sleep(300).then(() => text("late")),
+      _PostCompact: () => sleep(300).then(() => text("late")),
+      _SessionStart: () => text("restored"),
+    });
+    const { registry } = await createRegistry([stdioConfig("slow")], {
+      sessionId: "s",
+      connect: fakeConnect([slow]),
+    });
+    try {
+      const report = await checkHooks(registry, {
+        configured: ["slow"],
+        failures: [],
+        allow: parseHookServers("slow"),
+        timeoutMs: 100,
+        maxRejections: 3,
+      });
+      assert.deepEqual(report[0]!.hooks.map((h) => [h.name, h.enabled, h.outcome, h.problems]), [
+        ["_Stop", true, "timeout", ["it took longer than the 0.1 s hook timeout"]],
+        ["_PostCompact", true, "timeout", ["it took longer than the 0.1 s hook timeout"]],
+        ["_SessionStart", true, undefined, [
+          "the server was killed after 2 hook timeouts in a row, as a running agent would kill it",
+        ]],
+      ]);
+    } finally {
+      await registry.close();
+    }
+  });
+
   test("every hook point of HOOK_POINTS is called, in the table's order", async () => {
     const names = Object.keys(HOOK_POINTS);
     const all = new FakeServer("all", names, Object.fromEntries(names.map((n) => [n, () => text("")])));

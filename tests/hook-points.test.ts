@@ -210,6 +210,47 @@ describe("ACP: session/close and shutdown fire _SessionEnd (SPEC 7.5)", () => {
   });
 });
 
+describe("ACP: session/close while a prompt runs", () => {
+  test("the prompt answers cancelled, then _SessionEnd runs once and close answers {}", async () => {
+    const llm = await startFakeLlm({ responses: [{ text: "a long answer that is still streaming", pauseMs: 60_000 }] });
+    const log = join(dir, "acp-close-running.log");
+    const { command, args } = fixtureCommand();
+    const server = {
+      name: "fx",
+      command,
+      args,
+      env: Object.entries({ ...hookEnv, FIXTURE_LOG: log }).map(([name, value]) => ({ name, value })),
+    };
+    const agent = spawnAgent({
+      SPROUT_AGENT_PROVIDER: "anthropic",
+      ANTHROPIC_API_KEY: "k",
+      ANTHROPIC_MODEL: "fake",
+      ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+      MCP_HOOK_SERVERS: "fx",
+    });
+    try {
+      await agent.request("initialize", { protocolVersion: 1 });
+      const created = await agent.request("session/new", { cwd: dir, mcpServers: [server] });
+      const sessionId = created.result.sessionId as string;
+      const prompted = agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hi" }] });
+      // The answer has started streaming: the prompt is mid-round.
+      await agent.waitFor((m) =>
+        m.method === "session/update" && m.params.sessionId === sessionId &&
+        m.params.update.sessionUpdate === "agent_message_chunk"
+      );
+      const closed = agent.request("session/close", { sessionId });
+      assert.equal((await prompted).result.stopReason, "cancelled");
+      assert.deepEqual((await closed).result, {});
+      assert.equal(fixtureCalls(log).filter((c) => c.tool === "_SessionEnd").length, 1);
+      assert.equal(await agent.close(), 0);
+      assert.equal(fixtureCalls(log).filter((c) => c.tool === "_SessionEnd").length, 1, "not again at shutdown");
+    } finally {
+      if (agent.child.exitCode === null) agent.child.kill("SIGKILL");
+      await llm.close();
+    }
+  });
+});
+
 describe("todo-enforcer's _SessionStart restores a session's list (servers/todo-enforcer)", () => {
   test("a second agent with the same session id gets the open list back in its first request", async () => {
     const app = createApp();

@@ -1,7 +1,16 @@
 /** lib/redact.ts: what is removed from error and warning text (issue 6, guarantee 6). */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { configSecrets, envSecrets, headerSecrets, redact, REDACTED, redactEvent, redactValue } from "../lib/redact.ts";
+import {
+  configSecrets,
+  envSecrets,
+  headerSecrets,
+  redact,
+  REDACTED,
+  redactEvent,
+  redactValue,
+  referencedSecrets,
+} from "../lib/redact.ts";
 
 describe("redact", () => {
   test("every occurrence of a known secret is replaced, the longest first", () => {
@@ -105,5 +114,15 @@ describe("where secrets come from", () => {
       ],
     );
     assert.deepEqual(secrets, ["sk-ant", "Bearer t0k", "t0k", "xoxb"]);
+  });
+});
+
+describe("referencedSecrets", () => {
+  test("credential-named variables a configuration references are secrets, under any name they are passed on", () => {
+    const env = { GITHUB_TOKEN: "ghp_one", API_KEY: "k-two", HOME: "/root", EMPTY_TOKEN: "" };
+    const text =
+      '{"env": {"GH": "${GITHUB_TOKEN}", "H": "${HOME}"}, "args": ["--k=${API_KEY:-none}", "${EMPTY_TOKEN}", "${UNSET_SECRET}"]}';
+    assert.deepEqual(referencedSecrets(text, env), ["ghp_one", "k-two"]);
+    assert.deepEqual(referencedSecrets('{"args": ["$GITHUB_TOKEN"]}', env), []);
   });
 });

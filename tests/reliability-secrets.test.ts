@@ -243,6 +243,26 @@ describe("guarantee 6: secrets never appear in output (cli.ts run)", () => {
     });
   }
 
+  test("a credential variable .mcp.json passes on under another name (env, args) is redacted from the server's stderr lines", async () => {
+    const GITHUB_TOKEN = "ghp-SECRET-github-31337";
+    faults++; // the stdio server that prints the token and dies
+    const config = fixtureConfig(dir, {}, {
+      relay: {
+        command: "sh",
+        args: ["-c", 'echo "env GH=$GH arg=$0" >&2; sleep 1; exit 3', "${GITHUB_TOKEN}"],
+        env: { GH: "${GITHUB_TOKEN}" },
+      },
+    });
+    await withLlm([{ text: "done" }], async (llm) => {
+      const run = await runCli(["run", "--mcp-config", config, "go"], { ...llmEnv("anthropic", llm), GITHUB_TOKEN }, {
+        cwd: dir,
+      });
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal((run.stdout + run.stderr).includes(GITHUB_TOKEN), false, run.stderr);
+      assert.match(run.stderr, /env GH=\[redacted\] arg=\[redacted\]/);
+    });
+  });
+
   test("a .mcp.json header value that cannot be sent is a configuration error naming the field, not the value", async () => {
     const file = join(dir, "bad-header.mcp.json");
     writeFileSync(

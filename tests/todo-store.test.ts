@@ -270,6 +270,27 @@ describe("choosing the store", () => {
   });
 });
 
+describe("Redis going away", { skip: redisSkip }, () => {
+  test('with the server stopped, reads and writes fail at once naming Redis and its URL, not just "offline"', async () => {
+    const own = await startRedis();
+    assert.ok("redis" in own, "a second redis-server starts");
+    const store = await RedisStore.connect({ url: own.redis.url, prefix: "gone:" });
+    try {
+      assert.equal(await store.put("s", [], 0), true);
+      await own.redis.stop();
+      const named = (error: Error) => {
+        assert.match(error.message, new RegExp(`^Redis at "${own.redis.url}" failed: `));
+        return true;
+      };
+      await assert.rejects(store.get("s"), named);
+      await assert.rejects(store.put("s", [], 1), named);
+    } finally {
+      await store.close().catch(() => {});
+      await own.redis.stop();
+    }
+  });
+});
+
 /** Writes `title` as session `id`'s one open item through `url`, and returns what `_Stop` says there. */
 async function writeAndStop(url: string, id: string, title: string): Promise<string> {
   const client = await httpClient(url);

@@ -43,21 +43,23 @@ function startHttp(env: Record<string, string>): Promise<{ url: string; stop: ()
 
 for (const transport of ["stdio", "http"] as const) {
   test(`_Stop objects over ${transport} while the file exists, and lets the turn end once it is gone`, async () => {
+    // The agent works in `dir`; the hook server runs in its own folder, and finds NOT_DONE.md
+    // in the agent's folder through the cwd the agent sends in _meta.
     const dir = mkdtempSync(join(tmpdir(), "hello-hook-"));
-    const env = { HELLO_HOOK_FILE: join(dir, "NOT_DONE.md") };
-    writeFileSync(env.HELLO_HOOK_FILE, "- write the README");
+    const notDone = join(dir, "NOT_DONE.md");
+    writeFileSync(notDone, "- write the README");
     const llm = await startFakeLlm({ responses: [{ text: "Done." }, { text: "Done now." }, { text: "Done." }] });
-    const http = transport === "http" ? await startHttp(env) : undefined;
+    const http = transport === "http" ? await startHttp({}) : undefined;
     const hello = http ? { type: "http", url: http.url } : {
       command: runtime[0],
       args: [...runtime.slice(1), "hello-hook.ts", "--stdio"],
-      cwd: here,
-      env, // a stdio server's environment is cleared: pass what it needs
+      cwd: here, // the server's own folder (default: the agent's)
     };
     const agent = await createAgent({
       model: { provider: "anthropic", model: "fake", apiKey: "k", baseUrl: llm.anthropicBaseUrl },
       mcpServers: { mcpServers: { hello } },
       hookServers: ["hello"], // MCP_HOOK_SERVERS=hello on the command line
+      cwd: dir, // the folder the agent works in
     });
     try {
       assert.deepEqual(agent.failures, []);
@@ -67,7 +69,7 @@ for (const transport of ["stdio", "http"] as const) {
       assert.equal((await first.result).objections, 1);
       assert.match(JSON.stringify(llm.requests[1]?.body), /NOT_DONE\.md still exists.*write the README/);
       // The file is gone: the turn ends at once.
-      rmSync(env.HELLO_HOOK_FILE);
+      rmSync(notDone);
       const second = agent.prompt("Anything left?");
       for await (const _ of second);
       assert.equal((await second.result).objections, 0);

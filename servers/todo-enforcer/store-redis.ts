@@ -53,9 +53,12 @@ export class RedisStore implements TodoStore {
   #client: Client;
   #prefix: string;
   #maxAgeMs: number;
+  /** The URL with its password hidden, for messages. */
+  #shown: string;
 
   private constructor(client: Client, options: RedisStoreOptions) {
     this.#client = client;
+    this.#shown = shownUrl(options.url);
     this.#prefix = options.prefix ?? "todo-enforcer:";
     this.#maxAgeMs = options.maxAgeMs ?? 30 * 24 * 3600_000;
   }
@@ -67,7 +70,7 @@ export class RedisStore implements TodoStore {
    * @throws Error naming the URL (password hidden) when no connection is made in `connectTimeoutMs`
    */
   static async connect(options: RedisStoreOptions): Promise<RedisStore> {
-    const shown = options.url.replace(/\/\/[^@/]*@/, "//***@");
+    const shown = shownUrl(options.url);
     const client = newClient(options.url);
     let lastError = "no answer";
     client.on("error", (error: Error) => {
@@ -91,23 +94,43 @@ export class RedisStore implements TodoStore {
     return new RedisStore(client, options);
   }
 
+  /**
+   * @throws Error `Redis at "URL" failed: …` when the call fails; while the connection is down
+   *   that is at once, with node-redis's "The client is offline" as the detail
+   */
   async get(session: string): Promise<VersionedList> {
-    const [version, items] = await this.#client.hmGet(this.#prefix + session, ["version", "items"]);
+    const [version, items] = await this.#reach(this.#client.hmGet(this.#prefix + session, ["version", "items"]));
     if (version === null || version === undefined || items === null || items === undefined) {
       return { items: [], version: 0 };
     }
     return { items: JSON.parse(items) as TodoItem[], version: Number(version) };
   }
 
+  /** @throws Error `Redis at "URL" failed: …`, as {@link RedisStore.get} */
   async put(session: string, items: TodoItem[], expected: number): Promise<boolean> {
-    const done = await this.#client.eval(COMPARE_AND_SET, {
+    const done = await this.#reach(this.#client.eval(COMPARE_AND_SET, {
       keys: [this.#prefix + session],
       arguments: [String(expected), JSON.stringify(items), String(this.#maxAgeMs)],
-    });
+    }));
     return done === 1;
+  }
+
+  /** `call`, its failure named after the server: the hook's error (and the agent's warning) says where. */
+  async #reach<T>(call: Promise<T>): Promise<T> {
+    try {
+      return await call;
+    } catch (error) {
+      const detail = error instanceof Error ? error.message || error.name : String(error);
+      throw new Error(`Redis at "${this.#shown}" failed: ${detail}`, { cause: error });
+    }
   }
 
   async close(): Promise<void> {
     await this.#client.close();
   }
+}
+
+/** `url` with the credentials between `//` and `@` hidden. */
+function shownUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, "//***@");
 }
