@@ -87,16 +87,19 @@ describe("cli.ts hooks", () => {
   });
 
   test("usage and configuration errors exit 2 naming what is wrong", async () => {
-    const extra = await runCli(["hooks", "now"], {}, { cwd: dir });
+    const [extra, bad] = await Promise.all([
+      runCli(["hooks", "now"], {}, { cwd: dir }),
+      runCli(["hooks", "--mcp-config", config], { SPROUT_AGENT_SERVER_STDERR: "loud" }, { cwd: dir }),
+    ]);
     assert.equal(extra.code, 2);
     assert.match(extra.stderr, /Unexpected argument "now": hooks takes only --mcp-config FILE and --json/);
-    const bad = await runCli(["hooks", "--mcp-config", config], { SPROUT_AGENT_SERVER_STDERR: "loud" }, { cwd: dir });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /Invalid SPROUT_AGENT_SERVER_STDERR: "loud" must be show or hide/);
   });
 });
 
-describe("cli.ts run: aids for hook authors", () => {
+// The runs are independent (no hook that reads the directory is enabled): they run at the same time.
+describe("cli.ts run: aids for hook authors", { concurrency: true }, () => {
   test("a misspelt MCP_HOOK_SERVERS name is one warning at start, naming the configured servers", async () => {
     const ran = await runCli(["run", "--mcp-config", config, "hi"], { ...scripted, MCP_HOOK_SERVERS: "helo" }, {
       cwd: dir,
@@ -111,27 +114,26 @@ describe("cli.ts run: aids for hook authors", () => {
 
   test("stdio servers' stderr is shown as [name] line on stderr, and hidden with --json unless asked", async () => {
     const env = { ...scripted, MCP_HOOK_SERVERS: "bad" };
-    const human = await runCli(["run", "--mcp-config", config, "hi"], env, { cwd: dir });
+    const [human, json, shown, hidden] = await Promise.all([
+      runCli(["run", "--mcp-config", config, "hi"], env, { cwd: dir }),
+      runCli(["run", "--json", "--mcp-config", config, "hi"], env, { cwd: dir }),
+      runCli(["run", "--json", "--mcp-config", config, "hi"], { ...env, SPROUT_AGENT_SERVER_STDERR: "show" }, {
+        cwd: dir,
+      }),
+      runCli(["run", "--mcp-config", config, "hi"], { ...env, SPROUT_AGENT_SERVER_STDERR: "hide" }, { cwd: dir }),
+    ]);
     assert.equal(human.code, 0, human.stderr);
     assert.match(human.stderr, /^\[bad\] bad-hook: ready$/m);
     assert.match(human.stderr, /^\[bad\] bad-hook: _Stop was called$/m);
     assert.doesNotMatch(human.stdout, /bad-hook:/);
 
-    const json = await runCli(["run", "--json", "--mcp-config", config, "hi"], env, { cwd: dir });
     assert.equal(json.code, 0, json.stderr);
     assert.doesNotMatch(json.stderr + json.stdout, /bad-hook:/);
 
-    const shown = await runCli(["run", "--json", "--mcp-config", config, "hi"], {
-      ...env,
-      SPROUT_AGENT_SERVER_STDERR: "show",
-    }, { cwd: dir });
     assert.equal(shown.code, 0, shown.stderr);
     assert.match(shown.stderr, /^\[bad\] bad-hook: ready$/m);
     assert.ok(shown.stdout.split("\n").every((l) => l === "" || l.startsWith("{")), "stdout stays JSON lines");
 
-    const hidden = await runCli(["run", "--mcp-config", config, "hi"], { ...env, SPROUT_AGENT_SERVER_STDERR: "hide" }, {
-      cwd: dir,
-    });
     assert.doesNotMatch(hidden.stderr, /bad-hook:/);
   });
 
@@ -179,7 +181,7 @@ describe("lib/mcp/stdio.ts: stderr line by line", () => {
   });
 });
 
-describe("cli.ts acp: aids for hook authors", () => {
+describe("cli.ts acp: aids for hook authors", { concurrency: true }, () => {
   for (const shown of [false, true]) {
     test(`stdio servers' stderr is ${shown ? "logged as [session] [name] line when asked" : "not logged by default"}; the start-up warning is`, async () => {
       const bad = server("tests/fixtures/hooks/bad-hook.ts");

@@ -49,7 +49,9 @@ async function withLlm(
   }
 }
 
-describe("cli.ts run", () => {
+// Each test has its own fake LLM, files and processes, and most of their time is process
+// start-up: four run at once.
+describe("cli.ts run", { concurrency: 4 }, () => {
   test("--json: one event per line, text streams before the response ends, result last", async () => {
     await withLlm(
       [
@@ -337,10 +339,11 @@ describe("cli.ts run", () => {
         child.stdin.end();
         child.on("close", () => resolve(out));
       });
+    const [coloured, plain] = await Promise.all([runInTerminal(""), runInTerminal("1")]);
     // deno-lint-ignore no-control-regex
-    assert.match(await runInTerminal(""), /\x1b\[32m✓\x1b\[0m fx__echo/);
+    assert.match(coloured, /\x1b\[32m✓\x1b\[0m fx__echo/);
     // deno-lint-ignore no-control-regex
-    assert.doesNotMatch(await runInTerminal("1"), /\x1b\[/);
+    assert.doesNotMatch(plain, /\x1b\[/);
   });
 
   test("--help lists flags and variables; --version prints the version", async () => {

@@ -16,7 +16,6 @@ import { processesMatching } from "./helpers/processes.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
 let dir: string;
-let project: string;
 let todo: StartedServer;
 
 const FAILING = `export const add = (a: number, b: number): number => a - b;\n`;
@@ -31,8 +30,9 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function newProject(): string {
-  project = mkdtempSync(join(dir, "project-"));
+/** A new project directory (a failing `add.ts` and its test) and a `.mcp.json` for the two servers in it. */
+function newProject(): { project: string; config: string } {
+  const project = mkdtempSync(join(dir, "project-"));
   writeFileSync(join(project, "add.ts"), FAILING);
   writeFileSync(
     join(project, "add.test.ts"),
@@ -49,7 +49,7 @@ function newProject(): string {
       },
     }),
   );
-  return config;
+  return { project, config };
 }
 
 /** The hook JSON results a recorded request carries (either wire). */
@@ -66,10 +66,12 @@ const todos = (done: boolean) => ({
   toolCalls: [{ name: "todo__todo", arguments: { todos: [{ id: 1, title: "Make add() add", done }] } }],
 });
 
-describe("agent CLI with the example hook servers", () => {
+// Each test has its own project, fake LLM and agent (the todo server keeps one list per agent
+// session): they run at the same time.
+describe("agent CLI with the example hook servers", { concurrency: true }, () => {
   for (const wire of ["anthropic", "openai"] as const) {
     test(`each server's _Stop objection arrives as the SPEC's JSON tool result and gates the stop (${wire})`, async () => {
-      const config = newProject();
+      const { project, config } = newProject();
       const turns: FakeTurn[] = [
         todos(false),
         { text: "I think I am done." },
@@ -124,7 +126,7 @@ describe("agent CLI with the example hook servers", () => {
   }
 
   test("a tool timeout that kills test-gate leaves no test run behind (its run has its own process group)", async () => {
-    newProject();
+    const { project } = newProject();
     const marker = `${37 + Math.floor(Math.random() * 1000) / 1000}`;
     const [command, ...args] = tsCommand(join(repoRoot, "servers/test-gate/stdio.ts"));
     const config = join(dir, `mcp-timeout-${marker}.json`);
@@ -164,7 +166,7 @@ describe("agent CLI with the example hook servers", () => {
   });
 
   test("with MCP_HOOK_SERVERS unset no hook is called: open todos and a red suite do not stop the end", async () => {
-    const config = newProject();
+    const { project, config } = newProject();
     const llm = await startFakeLlm({ responses: [todos(false), { text: "done" }] });
     try {
       const run = await runCli(

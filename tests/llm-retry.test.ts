@@ -4,6 +4,9 @@ import assert from "node:assert/strict";
 import { AgentError } from "../lib/errors.ts";
 import { AttemptError, backoffDelay, parseRetryAfter, withRetry } from "../lib/llm/retry.ts";
 import { sleep } from "../lib/time.ts";
+import { loadConfig } from "../lib/config.ts";
+import { createModel } from "../lib/llm/model.ts";
+import { startFakeLlm } from "../lib/testing.ts";
 
 const noWait = (waits: number[]) => (ms: number) => {
   waits.push(ms);
@@ -122,4 +125,31 @@ describe("LLM retries (SPEC section 9)", () => {
   test("sleep rejects with AbortError when already aborted", async () => {
     await assert.rejects(sleep(10, AbortSignal.abort()), (e: Error) => e.name === "AbortError");
   });
+});
+
+describe("createModel passes a retry policy to the HTTP clients", () => {
+  for (const provider of ["anthropic", "openai"] as const) {
+    test(`${provider}: maxAttempts 2 makes two requests, not four`, async () => {
+      const llm = await startFakeLlm({ responses: [{ status: 500 }, { status: 500 }, { text: "never" }] });
+      try {
+        const config = loadConfig({
+          SPROUT_AGENT_PROVIDER: provider,
+          ANTHROPIC_API_KEY: "k",
+          ANTHROPIC_MODEL: "m",
+          ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+          OPENAI_COMPAT_API_KEY: "k",
+          OPENAI_COMPAT_MODEL: "m",
+          OPENAI_COMPAT_BASE_URL: llm.openaiBaseUrl,
+        }, () => "");
+        const model = createModel(config, { retry: { maxAttempts: 2, baseDelayMs: 1 } });
+        await assert.rejects(
+          model.complete({ system: "", history: [{ role: "user", text: "hi" }], tools: [], maxOutputTokens: 100 }),
+          /status 500 after 2 attempts/,
+        );
+        assert.equal(llm.requests.length, 2);
+      } finally {
+        await llm.close();
+      }
+    });
+  }
 });

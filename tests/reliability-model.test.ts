@@ -1,9 +1,11 @@
 /**
- * Issue 6, guarantee 3: no model failure loses work. The agent runs as a child process
- * (`cli.ts run --json`, and `cli.ts acp`) under the current runtime against the recording fake
- * LLM, on both wire formats, with the fixture MCP server (tests/fixtures/agent-server.ts). Every
- * fault of SPEC section 9 is injected after a tool already ran; every test ends by checking that
- * the fake rejected no request (guarantee 4).
+ * Issue 6, guarantee 3: no model failure loses work. Every behaviour is proven in-process first:
+ * a real agent session (the real wire clients against the recording fake LLM, on both wire
+ * formats, with the fixture MCP server served in this process) whose retry backoff starts at
+ * 1 ms instead of 500 ms (`retry-after` is honoured all the same). A few end-to-end runs then
+ * prove the wiring with real processes: `cli.ts run --json` (exit codes, `--json` lines, stderr)
+ * and `cli.ts acp`. Every fault of SPEC section 9 is injected after a tool already ran; every
+ * test ends by checking that the fake rejected no request (guarantee 4).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,9 +13,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FakeLlm, type FakeTurn, startFakeLlm } from "../lib/testing.ts";
-import { type CliRun, fixtureCalls, fixtureConfig, pool, runCli } from "./helpers/cli.ts";
+import { type CliRun, fixtureCalls, fixtureConfig, runCli } from "./helpers/cli.ts";
 import { spawnAgent, stdioFixture } from "./helpers/acp.ts";
-import { messagesOf } from "./helpers/session.ts";
+import { messagesOf, startSession } from "./helpers/session.ts";
+import type { AgentEvent, PromptResult } from "../lib/events.ts";
 
 type Wire = "anthropic" | "openai";
 const WIRES: Wire[] = ["anthropic", "openai"];
@@ -80,6 +83,45 @@ async function cliRun(
   }
 }
 
+/** What {@link sessionRun} saw: the events, the result or the failure, the requests, the echo calls. */
+interface SessionRun {
+  events: AgentEvent[];
+  result: PromptResult | undefined;
+  error: Error | undefined;
+  llm: FakeLlm;
+  echoes: number;
+}
+
+/**
+ * Runs one prompt in-process against a fake answering `turns`: the fixture server `fx` is served
+ * in this process and the backoff starts at 1 ms. `env` adds agent settings.
+ */
+async function sessionRun(wire: Wire, turns: FakeTurn[], env: Record<string, string> = {}): Promise<SessionRun> {
+  countFaults(turns);
+  const t = await startSession({ wire, responses: turns, inProcess: true, retry: { baseDelayMs: 1 }, env });
+  try {
+    const run = t.session.prompt("echo once, then answer");
+    const events: AgentEvent[] = [];
+    for await (const event of run) events.push(event);
+    let result: PromptResult | undefined;
+    let error: Error | undefined;
+    try {
+      result = await run.result;
+    } catch (e) {
+      error = e as Error;
+    }
+    assert.deepEqual(
+      t.llm.requests.filter((r) => r.rejected).map((r) => r.rejected),
+      [],
+      "guarantee 4: no request rejected",
+    );
+    checked += t.llm.requests.length;
+    return { events, result, error, llm: t.llm, echoes: t.calls().filter((c) => c.tool === "echo").length };
+  } finally {
+    await t.close();
+  }
+}
+
 /** One test that runs `body` for both wire formats at once (the retries' waits overlap). */
 function bothWires(name: string, body: (wire: Wire) => Promise<void>): void {
   test(`(anthropic and openai) ${name}`, async () => {
@@ -93,27 +135,42 @@ function bothWires(name: string, body: (wire: Wire) => Promise<void>): void {
 }
 
 const echoCall: FakeTurn = { text: "Echoing first.", toolCalls: [{ name: "fx__echo", arguments: { text: "once" } }] };
-const warnings = (run: CliRun) => run.events.filter((e) => e["type"] === "warning").map((e) => String(e["message"]));
+const warnings = (run: { events: Array<Record<string, unknown>> | AgentEvent[] }) =>
+  (run.events as Array<Record<string, unknown>>).filter((e) => e["type"] === "warning").map((e) =>
+    String(e["message"])
+  );
+const textOf = (events: AgentEvent[]) => events.flatMap((e) => e.type === "text-delta" ? [e.text] : []).join("");
+/** The error body of an overload, as each API writes it. */
+const overloadedBody = (wire: Wire) =>
+  wire === "anthropic"
+    ? { type: "error", error: { type: "overloaded_error", message: "Overloaded: capacity in us-east is exhausted" } }
+    : {
+      error: { message: "Overloaded: capacity in us-east is exhausted", type: "server_error", param: null, code: null },
+    };
 
-describe("guarantee 3: model failures are retried as SPEC section 9 says (cli.ts run --json)", () => {
+describe("guarantee 3: model failures are retried as SPEC section 9 says (in-process)", () => {
   bothWires(
     `429 with retry-after, 500 and 529 are retried; the 4th attempt succeeds and the tool that ran is not run again`,
     async (wire) => {
-      const { run, llm, echoes } = await cliRun(wire, [echoCall, { status: 429, retryAfter: 1 }, { status: 500 }, {
-        status: 529,
-      }, { text: "Done." }]);
-      assert.equal(run.code, 0, run.stderr);
-      const result = run.events.at(-1)!;
-      assert.equal(result["type"], "result");
-      assert.equal(result["stopReason"], "end_turn");
-      assert.equal(result["rounds"], 2, "retries are not rounds");
-      assert.equal(result["toolCalls"], 1);
+      const { events, result, llm, echoes } = await sessionRun(wire, [
+        echoCall,
+        { status: 429, retryAfter: 1 },
+        {
+          status: 500,
+        },
+        { status: 529 },
+        { text: "Done." },
+      ]);
+      assert.ok(result !== undefined);
+      assert.equal(result.stopReason, "end_turn");
+      assert.equal(result.rounds, 2, "retries are not rounds");
+      assert.equal(result.toolCalls, 1);
       assert.equal(echoes, 1, "a retry never re-runs tools");
       assert.equal(llm.requests.length, 5);
       assert.ok(llm.requests[2]!.at - llm.requests[1]!.at >= 950, "retry-after: 1 was honoured");
       const bodies = llm.requests.slice(1).map((r) => JSON.stringify(r.body));
       assert.equal(new Set(bodies).size, 1, "each retry resends the same request");
-      const w = warnings(run);
+      const w = warnings({ events });
       assert.equal(w.length, 3, w.join("\n"));
       for (const [i, status] of ["429", "500", "529"].entries()) assert.match(w[i]!, new RegExp(`status ${status}`));
     },
@@ -123,77 +180,57 @@ describe("guarantee 3: model failures are retried as SPEC section 9 says (cli.ts
     `an overload error inside the stream, a dropped connection and a stream cut mid-way retry the whole request; a stream split at every byte with CRLF is read whole`,
     async (wire) => {
       const final = "All done: café ✓ 日本語.";
-      const { run, llm, echoes } = await cliRun(wire, [
+      const { events, result, llm, echoes } = await sessionRun(wire, [
         { ...echoCall, splitBytes: true, crlf: true },
         { streamError: "overloaded_error", text: "Half an ans" },
         { drop: true },
         { text: "Cut right after this", cutAfterFirstDelta: true },
         { text: final, splitBytes: true, crlf: true },
       ]);
-      assert.equal(run.code, 0, run.stderr);
       assert.equal(echoes, 1);
       assert.equal(llm.requests.length, 5);
       // Deno's fetch resends a request whose pooled connection was dropped before any answer
       // by itself, so the drop may reach the agent as no failure at all: 2 or 3 warnings.
-      const w = warnings(run);
+      const w = warnings({ events });
       assert.ok(w.length === 3 || w.length === 2, w.join("\n"));
       assert.match(w[0]!, /overload/i);
-      const text = run.events.filter((e) => e["type"] === "text-delta").map((e) => e["text"]).join("");
+      const text = textOf(events);
       assert.ok(text.endsWith(final), text);
-      const start = run.events.find((e) => e["type"] === "tool-start")!;
-      assert.deepEqual(start["arguments"], { text: "once" }, "tool arguments split at every byte arrive whole");
-      assert.equal(run.events.at(-1)!["stopReason"], "end_turn");
+      const start = events.find((e) => e.type === "tool-start");
+      assert.deepEqual(
+        start?.type === "tool-start" ? start.arguments : undefined,
+        { text: "once" },
+        "tool arguments split at every byte arrive whole",
+      );
+      assert.equal(result?.stopReason, "end_turn");
     },
   );
 
   bothWires(
-    `when retries run out: exit 1, the last line is {"type":"error"} with the status and the provider's text; the tool ran once`,
+    `when retries run out: the prompt fails with the status, the attempts and the provider's text; the tool ran once`,
     async (wire) => {
-      const overloaded = wire === "anthropic"
-        ? {
-          type: "error",
-          error: { type: "overloaded_error", message: "Overloaded: capacity in us-east is exhausted" },
-        }
-        : {
-          error: {
-            message: "Overloaded: capacity in us-east is exhausted",
-            type: "server_error",
-            param: null,
-            code: null,
-          },
-        };
-      const { run, llm, echoes } = await cliRun(wire, [
+      const { events, error, llm, echoes } = await sessionRun(wire, [
         echoCall,
-        ...Array.from({ length: 4 }, () => ({ status: 529, body: overloaded })),
+        ...Array.from({ length: 4 }, () => ({ status: 529, body: overloadedBody(wire) })),
       ]);
-      assert.equal(run.code, 1, run.stderr);
+      assert.ok(error !== undefined, "the prompt fails");
       assert.equal(llm.requests.length, 5, "1 + at most 4 attempts");
       assert.equal(echoes, 1);
-      const last = run.events.at(-1)!;
-      assert.deepEqual(Object.keys(last), ["type", "message"]);
-      assert.equal(last["type"], "error");
-      assert.match(String(last["message"]), /status 529/);
-      assert.match(String(last["message"]), /after 4 attempts/);
-      assert.match(String(last["message"]), /capacity in us-east is exhausted/);
-      assert.equal(
-        run.events.filter((e) => e["type"] === "tool-end").length,
-        1,
-        "the work done is reported before the error",
-      );
+      assert.match(error.message, /status 529/);
+      assert.match(error.message, /after 4 attempts/);
+      assert.match(error.message, /capacity in us-east is exhausted/);
+      assert.equal(events.filter((e) => e.type === "tool-end").length, 1, "the work done is reported before the error");
     },
   );
 
   bothWires(
-    `400, 401, 403 and 404 are not retried: exit 1 after one attempt, naming the status and the text`,
+    `400, 401, 403 and 404 are not retried: the prompt fails after one attempt, naming the status and the text`,
     async (wire) => {
-      const runs = await pool([400, 401, 403, 404].map((status) => async () => {
-        const { run, llm } = await cliRun(wire, [{ status }]);
-        return { status, run, requests: llm.requests.length };
-      }));
-      for (const { status, run, requests } of runs) {
-        assert.equal(run.code, 1, `${status}: ${run.stderr}`);
-        assert.equal(requests, 1, `${status} is not retried`);
-        assert.match(String(run.events.at(-1)!["message"]), new RegExp(`status ${status}:`));
+      for (const status of [400, 401, 403, 404]) {
+        const { error, llm } = await sessionRun(wire, [{ status }]);
+        assert.ok(error !== undefined, `${status} fails the prompt`);
+        assert.equal(llm.requests.length, 1, `${status} is not retried`);
+        assert.match(error.message, new RegExp(`status ${status}:`));
       }
     },
   );
@@ -201,67 +238,124 @@ describe("guarantee 3: model failures are retried as SPEC section 9 says (cli.ts
   bothWires(
     `a response cut by the length limit in the middle of a tool call runs nothing and ends with max_tokens`,
     async (wire) => {
-      const { run, echoes } = await cliRun(wire, [{
+      const { events, result, echoes } = await sessionRun(wire, [{
         text: "Writing the file now.",
         toolCalls: [{ name: "fx__echo", arguments: { text: "a long argument that the length limit cuts in half" } }],
         truncateInToolCall: true,
       }]);
-      assert.equal(run.code, 0, run.stderr);
       assert.equal(echoes, 0, "no tool of a truncated response runs");
-      assert.equal(run.events.some((e) => e["type"] === "tool-start"), false);
-      assert.equal(run.events.at(-1)!["stopReason"], "max_tokens");
+      assert.equal(events.some((e) => e.type === "tool-start"), false);
+      assert.equal(result?.stopReason, "max_tokens");
     },
   );
 
   test("408 and 503 with retry-after-ms are retried too; an attempt stalled past SPROUT_AGENT_LLM_TIMEOUT_SECS is cut and retried", async () => {
-    const turns: FakeTurn[] = [echoCall, { status: 408 }, { status: 503, retryAfterMs: 1200 }, {
-      text: "Stalled mid-answer",
-      pauseMs: 4000,
-    }, { text: "Answer." }];
-    countFaults(turns);
     faults++; // the stall
-    const llm = await startFakeLlm({ responses: turns });
-    try {
-      const log = join(dir, `fx-${Math.random().toString(16).slice(2)}.log`);
-      const cfg = fixtureConfig(dir, { fx: { FIXTURE_LOG: log } });
-      const run = await runCli(["run", "--json", "--mcp-config", cfg, "go"], {
-        ...llmEnv("openai", llm),
-        SPROUT_AGENT_LLM_TIMEOUT_SECS: "1",
-      }, { cwd: dir });
-      assert.equal(run.code, 0, run.stderr);
-      assert.equal(fixtureCalls(log).filter((c) => c.tool === "echo").length, 1);
-      assert.equal(llm.requests.length, 5);
-      assert.ok(llm.requests[3]!.at - llm.requests[2]!.at >= 1150, "retry-after-ms: 1200 was honoured");
-      const w = warnings(run);
-      assert.match(w[0]!, /status 408/);
-      assert.match(w[1]!, /status 503/);
-      assert.match(w[2]!, /timed out after 1000 ms/);
-      assert.equal(run.events.at(-1)!["stopReason"], "end_turn");
-      assert.deepEqual(
-        llm.requests.filter((r) => r.rejected).map((r) => r.rejected),
-        [],
-        "guarantee 4: no request rejected",
-      );
-      checked += llm.requests.length;
-    } finally {
-      await llm.close();
-    }
+    const { events, result, llm, echoes } = await sessionRun("openai", [
+      echoCall,
+      { status: 408 },
+      {
+        status: 503,
+        retryAfterMs: 300,
+      },
+      { text: "Stalled mid-answer", pauseMs: 4000 },
+      { text: "Answer." },
+    ], { SPROUT_AGENT_LLM_TIMEOUT_SECS: "1" });
+    assert.equal(echoes, 1);
+    assert.equal(llm.requests.length, 5);
+    assert.ok(llm.requests[3]!.at - llm.requests[2]!.at >= 280, "retry-after-ms: 300 was honoured");
+    const w = warnings({ events });
+    assert.match(w[0]!, /status 408/);
+    assert.match(w[1]!, /status 503/);
+    assert.match(w[2]!, /timed out after 1000 ms/);
+    assert.equal(result?.stopReason, "end_turn");
   });
 
-  test("people see the failure on stderr: an overload inside the stream, 4 times, exits 1 with the provider's text", async () => {
-    const turns: FakeTurn[] = Array.from(
-      { length: 4 },
-      () => ({ streamError: "overloaded_error", message: "Overloaded right now" }),
-    );
-    const { run, llm } = await cliRun("anthropic", [echoCall, ...turns], { json: false });
-    assert.equal(run.code, 1);
+  test("an overload inside the stream, 4 times, fails the prompt with the provider's text", async () => {
+    const { error, llm } = await sessionRun("anthropic", [
+      echoCall,
+      ...Array.from({ length: 4 }, () => ({ streamError: "overloaded_error", message: "Overloaded right now" })),
+    ]);
     assert.equal(llm.requests.length, 5);
     assert.match(
-      run.stderr,
-      /^error: Anthropic request failed with status 529 after 4 attempts: overloaded_error: Overloaded right now/m,
+      String(error?.message),
+      /^Anthropic request failed with status 529 after 4 attempts: overloaded_error: Overloaded right now/,
     );
   });
 });
+
+// The end-to-end runs mostly wait the real backoff: they run at the same time.
+describe(
+  "guarantee 3: model failures are retried as SPEC section 9 says (cli.ts run --json)",
+  { concurrency: true },
+  () => {
+    bothWires(
+      `a 429 with retry-after-ms is retried: exit 0, a warning line naming the status, the result line; the tool ran once`,
+      async (wire) => {
+        const { run, llm, echoes } = await cliRun(wire, [echoCall, { status: 429, retryAfterMs: 300 }, {
+          text: "Done.",
+        }]);
+        assert.equal(run.code, 0, run.stderr);
+        const result = run.events.at(-1)!;
+        assert.equal(result["type"], "result");
+        assert.equal(result["stopReason"], "end_turn");
+        assert.equal(result["rounds"], 2, "retries are not rounds");
+        assert.equal(result["toolCalls"], 1);
+        assert.equal(echoes, 1, "a retry never re-runs tools");
+        assert.equal(llm.requests.length, 3);
+        assert.ok(llm.requests[2]!.at - llm.requests[1]!.at >= 280, "retry-after-ms: 300 was honoured");
+        const w = warnings(run);
+        assert.equal(w.length, 1, w.join("\n"));
+        assert.match(w[0]!, /status 429/);
+      },
+    );
+
+    bothWires(
+      `when retries run out: exit 1, the last line is {"type":"error"} with the status and the provider's text; the tool ran once`,
+      async (wire) => {
+        const { run, llm, echoes } = await cliRun(wire, [
+          echoCall,
+          ...Array.from({ length: 4 }, () => ({ status: 529, body: overloadedBody(wire) })),
+        ]);
+        assert.equal(run.code, 1, run.stderr);
+        assert.equal(llm.requests.length, 5, "1 + at most 4 attempts");
+        assert.equal(echoes, 1);
+        const last = run.events.at(-1)!;
+        assert.deepEqual(Object.keys(last), ["type", "message"]);
+        assert.equal(last["type"], "error");
+        assert.match(String(last["message"]), /status 529/);
+        assert.match(String(last["message"]), /after 4 attempts/);
+        assert.match(String(last["message"]), /capacity in us-east is exhausted/);
+        assert.equal(
+          run.events.filter((e) => e["type"] === "tool-end").length,
+          1,
+          "the work done is reported before the error",
+        );
+      },
+    );
+
+    bothWires(`a 401 is not retried: exit 1 after one attempt, naming the status and the text`, async (wire) => {
+      const { run, llm } = await cliRun(wire, [{ status: 401 }]);
+      assert.equal(run.code, 1, run.stderr);
+      assert.equal(llm.requests.length, 1, "401 is not retried");
+      assert.match(String(run.events.at(-1)!["message"]), /status 401:/);
+    });
+
+    test("people see the failure on stderr: an overload inside the stream, 4 times, exits 1 with the provider's text", async () => {
+      const turns: FakeTurn[] = Array.from(
+        { length: 4 },
+        () => ({ streamError: "overloaded_error", message: "Overloaded right now" }),
+      );
+      const { run, llm } = await cliRun("anthropic", [echoCall, ...turns], { json: false });
+      assert.equal(run.code, 1);
+      assert.equal(llm.requests.length, 5);
+      assert.match(
+        run.stderr,
+        /^error: Anthropic request failed with status 529 after 4 attempts: overloaded_error: Overloaded right now/m,
+      );
+    });
+  },
+);
 
 describe("guarantee 3 in ACP: the session survives truncation and exhausted retries", () => {
   bothWires(

@@ -185,7 +185,8 @@ describe("guarantee 6: secrets never reach a stdio server's environment", () => 
   });
 });
 
-describe("guarantee 6: secrets never appear in output (cli.ts run)", () => {
+// Each test has its own fake LLM, files and processes: they run at the same time.
+describe("guarantee 6: secrets never appear in output (cli.ts run)", { concurrency: true }, () => {
   for (const wire of ["anthropic", "openai"] as const) {
     test(`(${wire}) an LLM error body echoing the key: --json error and retry warnings show the status and text, not the key`, async () => {
       const retried = { ...echoKeyBody(wire, 500) };

@@ -270,12 +270,13 @@ describe("G2 no server can hang the agent over HTTP", () => {
   });
 });
 
-describe("G2 no process outlives the agent (children and grandchildren)", () => {
+// Each test has its own configuration, pid files, fake LLM and processes: three run at once.
+describe("G2 no process outlives the agent (children and grandchildren)", { concurrency: 3 }, () => {
   /** Two servers: one stubborn (ignores stdin EOF and SIGTERM) with a grandchild from the start, one that spawns two more mid-session. */
   function setup(tag: string) {
     const a = dir.file(`${tag}-a.pids`);
     const b = dir.file(`${tag}-b.pids`);
-    const config = writeMcpConfig(dir.file("mcp.json"), {
+    const config = writeMcpConfig(dir.file(`${tag}-mcp.json`), {
       a: faultEntry("a", { FAULT_PID_FILE: a, FAULT_SPAWN: "1", FAULT_STUBBORN: "1" }),
       b: faultEntry("b", { FAULT_PID_FILE: b }),
     });
@@ -324,7 +325,7 @@ describe("G2 no process outlives the agent (children and grandchildren)", () => 
 
   test("on SIGTERM while a server is still starting (silent, 30 s init timeout): exit 143 at once", async () => {
     const pids = dir.file("starting.pids");
-    const config = writeMcpConfig(dir.file("mcp.json"), {
+    const config = writeMcpConfig(dir.file("starting-mcp.json"), {
       slowstart: faultEntry("slowstart", { FAULT_PID_FILE: pids, FAULT_MUTE: "1", FAULT_SPAWN: "1" }),
     });
     await withLlm([], async (llm) => {

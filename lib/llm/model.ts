@@ -9,6 +9,7 @@ import { requireProvider } from "../config.ts";
 import type { Model } from "../types.ts";
 import { createAnthropicModel } from "./anthropic.ts";
 import { createOpenAiModel } from "./openai.ts";
+import type { RetryOptions } from "./retry.ts";
 import { createScriptedModel, loadScript } from "./scripted.ts";
 
 /** Injected I/O of {@link createModel}. */
@@ -19,6 +20,12 @@ export interface CreateModelOptions {
   readFile?: ((path: string) => string) | undefined;
   /** For `${VAR}` in the script; default `process.env`. */
   env?: Record<string, string | undefined> | undefined;
+  /**
+   * Overrides of the HTTP clients' retry policy (SPEC section 9), for example
+   * `{ baseDelayMs: 1 }` so tests do not wait the real 500 ms-based backoff; a `retry-after`
+   * is honoured all the same. Default: the policy of `lib/llm/retry.ts`.
+   */
+  retry?: Omit<RetryOptions, "provider" | "signal" | "onRetry"> | undefined;
 }
 
 /**
@@ -31,7 +38,10 @@ export interface CreateModelOptions {
  */
 export function createModel(config: Config, options: CreateModelOptions = {}): Model {
   const provider = requireProvider(config);
-  const fetchOption = options.fetch === undefined ? {} : { fetch: options.fetch };
+  const fetchOption = {
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    ...(options.retry === undefined ? {} : { retry: options.retry }),
+  };
   if (provider === "anthropic") {
     return createAnthropicModel({
       apiKey: config.anthropic.apiKey ?? "",

@@ -67,6 +67,8 @@ export async function startSession(options: {
   extraServers?: McpServerConfig[];
   env?: Record<string, string>;
   inProcess?: boolean;
+  /** Overrides of the model's retry policy (`{ baseDelayMs: 1 }` shortens the backoff). */
+  retry?: { baseDelayMs?: number; maxDelayMs?: number };
   /** Further options of the fake LLM (`strictTemplate`, `requireKey`…). */
   fake?: Omit<FakeLlmOptions, "responses">;
 }): Promise<TestSession> {
@@ -115,7 +117,12 @@ export async function startSession(options: {
     ...(inProcess === undefined ? {} : { connect: inProcess.connect }),
   });
   if (failures.length > 0) throw new Error(`fixture servers failed: ${JSON.stringify(failures)}`);
-  const session = new AgentSession({ config, model: createModel(config), registry, id: sessionId });
+  const session = new AgentSession({
+    config,
+    model: createModel(config, options.retry === undefined ? {} : { retry: options.retry }),
+    registry,
+    id: sessionId,
+  });
   return {
     llm,
     session,
