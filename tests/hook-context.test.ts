@@ -12,24 +12,9 @@ import type { AgentEvent } from "../lib/events.ts";
 import { MAX_HOOK_CONTEXT_TEXT_BYTES } from "../lib/hook-points.ts";
 import { AgentSession } from "../lib/loop.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
-import type { HistoryItem, LlmResponse, Model } from "../lib/types.ts";
+import type { HistoryItem, Model } from "../lib/types.ts";
+import { recordingModel } from "./helpers/recording-model.ts";
 import { fakeConnect, FakeServer, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";
-
-/** A model that answers `turns` in order and records the history of every request. */
-function recordingModel(turns: Array<Partial<LlmResponse>>): Model & { seen: HistoryItem[][] } {
-  const seen: HistoryItem[][] = [];
-  let i = 0;
-  return {
-    name: "recording",
-    seen,
-    complete(request) {
-      seen.push(structuredClone([...request.history]));
-      const turn = turns[i++];
-      if (turn === undefined) return Promise.reject(new Error(`out of turns after ${turns.length}`));
-      return Promise.resolve({ text: "", toolCalls: [], stop: "end_turn", ...turn });
-    },
-  };
-}
 
 async function session(
   servers: FakeServer[],

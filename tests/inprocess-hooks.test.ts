@@ -9,22 +9,8 @@ import assert from "node:assert/strict";
 import { createAgent } from "../lib/agent.ts";
 import type { AgentEvent } from "../lib/events.ts";
 import type { HookCall, InProcessHooks } from "../lib/hooks.ts";
-import type { HistoryItem, LlmResponse, Model } from "../lib/types.ts";
-
-function recordingModel(turns: Array<Partial<LlmResponse>>): Model & { seen: HistoryItem[][] } {
-  const seen: HistoryItem[][] = [];
-  let i = 0;
-  return {
-    name: "recording",
-    seen,
-    complete(request) {
-      seen.push(structuredClone([...request.history]));
-      const turn = turns[i++];
-      if (turn === undefined) return Promise.reject(new Error(`out of turns after ${turns.length}`));
-      return Promise.resolve({ text: "", toolCalls: [], stop: "end_turn", ...turn });
-    },
-  };
-}
+import type { HistoryItem } from "../lib/types.ts";
+import { recordingModel } from "./helpers/recording-model.ts";
 
 async function prompt(
   agent: Awaited<ReturnType<typeof createAgent>>,
