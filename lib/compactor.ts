@@ -78,8 +78,11 @@ export class Compactor {
       emit: (event: AgentEvent) => void;
       round: number;
       rejectionsUsed: number;
-      /** The session fields of the `_PostCompact` call's `_meta` (SPEC section 2.3). */
-      hookContext?: HookContext;
+      /**
+       * The session fields of the `_PostCompact` call's `_meta` (SPEC section 2.3), asked for
+       * only when the hook fires (finding the last assistant text is not a per-round cost).
+       */
+      hookContext?: () => HookContext;
       originalTask: string | undefined;
       usage: Usage;
       /** The LLM-visible tools the next request sends. */
@@ -188,7 +191,7 @@ export class Compactor {
     // The _PostCompact hook point (lib/hook-points.ts): its output joins the fresh context.
     const { injected, items: postCompact } = await hooks.fire(
       "_PostCompact",
-      hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections, context.hookContext),
+      hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections, context.hookContext?.()),
     );
     const freshBytes = size(summary, postCompact);
     if (freshBytes >= context.currentBytes) return larger(freshBytes, "Context summary with the _PostCompact output");

@@ -296,7 +296,7 @@ export class AgentSession {
       emit: this.#emit,
       round: prompt.rounds + 1,
       rejectionsUsed: this.stopRejections,
-      hookContext: this.#hookContext(prompt),
+      hookContext: () => this.#hookContext(prompt),
       originalTask: this.originalTask,
       usage: prompt.usage,
       tools,

@@ -102,6 +102,29 @@ describe("hook context in _meta (SPEC 2.3)", () => {
       await t.close();
     }
   });
+  test("_PostCompact gets the same context, read when it fires: the prompt, cwd and the last assistant text", async () => {
+    const srv = new FakeServer("todo", ["_PostCompact"], { _PostCompact: () => text("") });
+    const long = "x".repeat(6000); // over the 4500-token threshold of a 6000-token context
+    const model = recordingModel([{ text: long }, { text: "a short summary" }, { text: "done" }]);
+    const t = await session([srv], model, {
+      SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000",
+      SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000",
+    });
+    try {
+      await run(t.session, "one");
+      const events = await run(t.session, "two");
+      assert.ok(events.some((e) => e.type === "compaction" && e.mode === "summary"), "a summary compaction ran");
+      const [meta] = hookMetaOf(srv, "_PostCompact");
+      assert.ok(meta !== undefined, "_PostCompact was called");
+      assert.equal(meta["event"], "PostCompact");
+      assert.equal(meta["prompt"], 2);
+      assert.equal(meta["cwd"], "/work/project");
+      assert.equal(meta["afterObjection"], false);
+      assert.match(meta["lastAssistantText"] as string, /^x+\n\[truncated\]$/);
+    } finally {
+      await t.close();
+    }
+  });
 });
 
 describe('the "model declined" rule (SPEC 7.1)', () => {
