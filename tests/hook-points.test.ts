@@ -161,18 +161,19 @@ describe("the CLI: the new points in --json, _SessionEnd before the last line (S
   });
 });
 
+/** The fixture hook server "fx" as an ACP `session/new` stdio server entry, logging its calls to `log`. */
+function acpFixtureServer(log: string) {
+  const { command, args } = fixtureCommand();
+  const env = Object.entries({ ...hookEnv, FIXTURE_LOG: log }).map(([name, value]) => ({ name, value }));
+  return { name: "fx", command, args, env };
+}
+
 describe("ACP: session/close and shutdown fire _SessionEnd (SPEC 7.5)", () => {
   test("session/close answers {} after _SessionEnd ran; stdin's end closes the other sessions the same way", async () => {
     const script = join(dir, "script-acp.json");
     writeFileSync(script, JSON.stringify([{ text: "ok" }]));
     const log = join(dir, "acp-fx.log");
-    const { command, args } = fixtureCommand();
-    const server = {
-      name: "fx",
-      command,
-      args,
-      env: Object.entries({ ...hookEnv, FIXTURE_LOG: log }).map(([name, value]) => ({ name, value })),
-    };
+    const server = acpFixtureServer(log);
     const agent = spawnAgent({
       SPROUT_AGENT_PROVIDER: "scripted",
       SPROUT_AGENT_SCRIPT: script,
@@ -214,13 +215,7 @@ describe("ACP: session/close while a prompt runs", () => {
   test("the prompt answers cancelled, then _SessionEnd runs once and close answers {}", async () => {
     const llm = await startFakeLlm({ responses: [{ text: "a long answer that is still streaming", pauseMs: 60_000 }] });
     const log = join(dir, "acp-close-running.log");
-    const { command, args } = fixtureCommand();
-    const server = {
-      name: "fx",
-      command,
-      args,
-      env: Object.entries({ ...hookEnv, FIXTURE_LOG: log }).map(([name, value]) => ({ name, value })),
-    };
+    const server = acpFixtureServer(log);
     const agent = spawnAgent({
       SPROUT_AGENT_PROVIDER: "anthropic",
       ANTHROPIC_API_KEY: "k",
