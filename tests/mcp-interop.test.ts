@@ -611,7 +611,10 @@ describe("Streamable HTTP answers are bounded (lib/mcp/http.ts)", () => {
       }
       for (const [index, record] of server.records.entries()) {
         assert.equal(record.ended, false, `answer ${index} was not read to its end`);
-        assert.ok(record.bytes < 8 * MiB, `answer ${index}: the server sent ${record.bytes} bytes`);
+        // 1 MiB is read; what the server wrote beyond it sits in loopback socket buffers and the
+        // runtimes' write queues, several MiB on a busy machine (8.6 MB seen under Bun with two
+        // test processes running). 16 MiB still tells a cancelled read from an endless one.
+        assert.ok(record.bytes < 16 * MiB, `answer ${index}: the server sent ${record.bytes} bytes`);
         assert.notEqual(record.closedAt, undefined, `answer ${index}: the socket was closed`);
       }
     } finally {
