@@ -95,6 +95,7 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     ...(options.env === undefined ? {} : { env: options.env }),
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
     ...(options.onServerStderr === undefined ? {} : { onServerStderr: options.onServerStderr }),
     ...(inProcess === undefined ? {} : { connect: inProcess.connect }),

@@ -16,7 +16,7 @@
  * @module
  */
 
-import { AgentError } from "../errors.ts";
+import { abortError, AgentError } from "../errors.ts";
 import { Connection } from "./connection.ts";
 import type { McpConnection, McpConnectOptions, McpServerConfig } from "./types.ts";
 
@@ -36,6 +36,8 @@ export { MAX_TOOL_PAGES } from "./tools-list.ts";
  * handshake (`initialize` + `notifications/initialized`, or `server/discover`).
  * @throws {AgentError} `mcp-connect` naming the server, with the stderr tail when a stdio
  *   server died; the message says `initialize timed out after N s` when it was too slow
+ * @throws an `AbortError` when `options.signal` aborts before the handshake completes (the
+ *   server is killed first)
  * @example
  * const conn = await connectMcp(
  *   { name: "fs", transport: { type: "stdio", command: "mcp-server-filesystem", args: ["/tmp"], env: {} } },
@@ -45,15 +47,24 @@ export { MAX_TOOL_PAGES } from "./tools-list.ts";
  * await conn.close();
  */
 export async function connectMcp(config: McpServerConfig, options: McpConnectOptions): Promise<McpConnection> {
+  const signal = options.signal;
+  signal?.throwIfAborted();
   const connection = new Connection(config, options);
+  // kill() fails the handshake's pending request, so start() rejects at once.
+  const onAbort = () => connection.kill();
+  signal?.addEventListener("abort", onAbort, { once: true });
   try {
     await connection.start();
+    signal?.throwIfAborted();
   } catch (error) {
     connection.kill();
+    if (signal?.aborted) throw abortError(`Connecting to server "${config.name}" was aborted`);
     if (error instanceof AgentError && error.code === "mcp-connect") throw error;
     const message = error instanceof Error ? error.message : String(error);
     const verb = config.transport.type === "stdio" ? "start" : "connect to";
     throw new AgentError("mcp-connect", `Cannot ${verb} server "${config.name}": ${message}`, { cause: error });
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
   }
   connection.connected();
   return connection;

@@ -164,6 +164,8 @@ export class Connection implements McpConnection {
   #spawn(): void {
     const transport = this.#config.transport;
     if (transport.type !== "stdio") return;
+    // Killed during the handshake (an aborted start): the legacy restart must not spawn again.
+    if (this.#closing) throw new AgentError("mcp", `Server "${this.#name}" was killed`);
     const stdio = openStdioPeer(transport, {
       name: this.#name,
       cwd: this.#options.cwd ?? process.cwd(),

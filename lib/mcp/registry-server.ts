@@ -80,10 +80,12 @@ export class ServerHandle {
   }
 
   /**
-   * Connects and lists the tools, each bounded by `initTimeoutMs`.
+   * Connects and lists the tools, each bounded by `initTimeoutMs`; `signal` (the first start
+   * only, never a restart) kills the server and fails both at once.
    * @throws {AgentError} `mcp-connect` or `timeout`, naming the server
+   * @throws an `AbortError` when `signal` aborts first
    */
-  async open(): Promise<void> {
+  async open(signal?: AbortSignal): Promise<void> {
     const generation = ++this.#generation;
     const o = this.#options;
     const options: McpConnectOptions = {
@@ -99,6 +101,7 @@ export class ServerHandle {
         this.exit = info;
         this.died();
       },
+      ...(signal === undefined ? {} : { signal }),
     };
     this.exit = undefined;
     const conn = await settleWithin(
@@ -108,13 +111,19 @@ export class ServerHandle {
       (late) => late.kill(),
     );
     let tools: McpTool[];
+    const onAbort = () => conn.kill();
+    signal?.addEventListener("abort", onAbort, { once: true });
     try {
       tools = await conn.listTools({ timeoutMs: o.initTimeoutMs });
+      signal?.throwIfAborted();
     } catch (error) {
       conn.kill();
+      signal?.throwIfAborted();
       throw new AgentError("mcp-connect", `Cannot list the tools of server "${this.name}": ${messageOf(error)}`, {
         cause: error,
       });
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
     }
     if (this.#closed) {
       conn.kill();

@@ -38,6 +38,11 @@ export interface RegistryOptions {
   sessionId: string;
   /** Bound of connecting and of each `tools/list`, in ms; default 30000. */
   initTimeoutMs?: number;
+  /**
+   * Aborts starting: servers still connecting or listing their tools are killed at once and
+   * become failures. Restarts later in the session do not see it.
+   */
+  signal?: AbortSignal;
   /** Largest line accepted from a stdio server, and largest JSON answer or SSE event from an HTTP one, in bytes (`SPROUT_AGENT_MAX_LINE_BYTES`); default 4194304. */
   maxLineBytes?: number;
   /**
@@ -105,7 +110,7 @@ export async function createRegistry(
   options: RegistryOptions,
 ): Promise<{ registry: ToolRegistry; failures: RegistryFailure[] }> {
   const registry = new McpRegistry(options);
-  const failures = await registry.start(servers);
+  const failures = await registry.start(servers, options.signal);
   return { registry, failures };
 }
 
@@ -163,7 +168,7 @@ class McpRegistry implements ToolRegistry {
     };
   }
 
-  async start(configs: McpServerConfig[]): Promise<RegistryFailure[]> {
+  async start(configs: McpServerConfig[], signal?: AbortSignal): Promise<RegistryFailure[]> {
     const seen = new Set<string>();
     const started: ServerHandle[] = [];
     const failures = await Promise.all(configs.map(async (config, index): Promise<RegistryFailure | undefined> => {
@@ -178,7 +183,7 @@ class McpRegistry implements ToolRegistry {
       seen.add(name);
       const server = new ServerHandle(config, this.#handleOptions);
       try {
-        await server.open();
+        await server.open(signal);
         started.push(server);
         return undefined;
       } catch (error) {

@@ -177,6 +177,12 @@ export interface McpConnectOptions {
   clientInfo?: { name: string; version: string };
   /** For HTTP servers; defaults to the global `fetch`. */
   fetch?: typeof fetch;
+  /**
+   * Aborts connecting: the server is killed (a stdio server's process group, an HTTP server's
+   * requests) and `connectMcp` throws an `AbortError` at once. It does not bound the
+   * connection once made.
+   */
+  signal?: AbortSignal;
   /** The agent's working folder, default cwd for stdio servers. */
   cwd?: string;
   /** Environment the pass-through list is taken from; default `process.env`. */
