@@ -338,6 +338,22 @@ function defaultError(status: number): [string, string] {
   return ["invalid_request_error", "Invalid request"];
 }
 
+/**
+ * Waits `ms`, or less when the response closes first (the client went away, or `close()`
+ * dropped the connection): a long pause then holds no timer that keeps the process alive.
+ */
+function pauseUnlessClosed(res: ServerResponse, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off("close", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.on("close", done);
+  });
+}
+
 async function sendStream(res: ServerResponse, pieces: Piece[], shape: StreamShape): Promise<void> {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   const eol = shape.crlf === true ? "\r\n" : "\n";
@@ -348,7 +364,8 @@ async function sendStream(res: ServerResponse, pieces: Piece[], shape: StreamSha
         res.socket?.destroy();
         return;
       }
-      if (shape.pauseMs !== undefined && shape.pauseMs > 0) await new Promise((r) => setTimeout(r, shape.pauseMs));
+      if (shape.pauseMs !== undefined && shape.pauseMs > 0) await pauseUnlessClosed(res, shape.pauseMs);
+      if (res.destroyed) return;
       continue;
     }
     const data = typeof piece.data === "string" ? piece.data : JSON.stringify(piece.data);

@@ -10,10 +10,9 @@ import { createAgent } from "../lib/agent.ts";
 import { agentOptionsFromEnv } from "../lib/agent-env.ts";
 import { AgentError, isAbortError } from "../lib/errors.ts";
 import type { AgentEvent } from "../lib/events.ts";
-import { spawn } from "node:child_process";
 import { appFetch } from "./helpers/hook-servers.ts";
-import { processesMatching } from "./helpers/processes.ts";
-import { repoRoot, tsCommand } from "./helpers/runtime.ts";
+import { processesMatching, runToExit } from "./helpers/processes.ts";
+import { repoRoot } from "./helpers/runtime.ts";
 
 async function drain(run: AsyncIterable<AgentEvent> & { result: Promise<unknown> }): Promise<AgentEvent[]> {
   const events: AgentEvent[] = [];
@@ -133,19 +132,13 @@ describe("createAgent", () => {
   });
 
   test("an aborted creation kills the stdio server still starting and holds nothing open: the process exits at once", async () => {
-    const [command, ...args] = tsCommand(`${repoRoot}tests/fixtures/abort-create.ts`);
-    const child = spawn(command!, args, { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    const started = Date.now();
-    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
-    const ms = Date.now() - started;
-    assert.equal(code, 0);
-    assert.equal(out.trim(), "AbortError");
+    const run = await runToExit(`${repoRoot}tests/fixtures/abort-create.ts`);
+    assert.equal(run.code, 0);
+    assert.equal(run.stdout.trim(), "AbortError");
     // The start-up bound is 30 s; before the abort reached the connection the process stayed
     // that long. 15 s leaves room for a slow start on a loaded machine.
-    assert.ok(ms < 15_000, `exited after ${ms} ms`);
-    assert.deepEqual(processesMatching("sleep 60").filter((pid) => pid > child.pid!), [], "the server was killed");
+    assert.ok(run.ms < 15_000, `exited after ${run.ms} ms`);
+    assert.deepEqual(processesMatching("sleep 61.5"), [], "the server was killed");
   });
 
   for (

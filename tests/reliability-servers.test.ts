@@ -25,7 +25,7 @@ import {
   withLlm,
   writeMcpConfig,
 } from "./helpers/faults.ts";
-import { spawnAgent } from "./helpers/acp.ts";
+import { spawnAgent, within } from "./helpers/acp.ts";
 
 const dir = tempDir();
 after(() => dir.cleanup());
@@ -383,7 +383,7 @@ describe("G2 no process outlives the agent (children and grandchildren)", { conc
           const at = Date.now();
           if (how === "stdin EOF") agent.child.stdin.end();
           else process.kill(agent.child.pid!, "SIGTERM");
-          const code = await Promise.race([agent.exited, new Promise((r) => setTimeout(() => r("hung"), 15_000))]);
+          const code = await within(agent.exited, 15_000);
           assert.equal(code, 0, agent.stderr());
           assert.ok(Date.now() - at < 15_000);
         } finally {

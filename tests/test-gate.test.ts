@@ -26,7 +26,7 @@ import {
   stdioClient,
 } from "./helpers/hook-servers.ts";
 import { repoRoot } from "./helpers/runtime.ts";
-import { alive } from "./helpers/processes.ts";
+import { alive, runToExit } from "./helpers/processes.ts";
 
 const MAIN = `${repoRoot}servers/test-gate/main.ts`;
 const STDIO = `${repoRoot}servers/test-gate/stdio.ts`;
@@ -288,6 +288,14 @@ describe("running the test command", () => {
 });
 
 describe("the gate", () => {
+  test("an answered _Stop leaves no timer of its budget pending: the process exits at once", async () => {
+    const run = await runToExit(`${repoRoot}tests/fixtures/gate-stop-exit.ts`);
+    assert.equal(run.code, 0);
+    assert.equal(run.stdout.trim(), '""', "the passing suite lets the stop through");
+    // The budget is 30 s; 15 s leaves room for a slow start on a loaded machine.
+    assert.ok(run.ms < 15_000, `exited after ${run.ms} ms`);
+  });
+
   test("a failing suite is objected to by name, and the fixed suite lets the stop through", async () => {
     const project = tinyProject();
     const gate = new TestGate({ command: BUN_TEST, cwd: project.dir });

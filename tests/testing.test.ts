@@ -1,6 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startFakeLlm, validateAnthropicRequest, validateOpenAiRequest } from "../lib/testing.ts";
+import { runToExit } from "./helpers/processes.ts";
+import { repoRoot } from "./helpers/runtime.ts";
 
 const TOOLS = [{ name: "fs__read", description: "read", input_schema: { type: "object", properties: {} } }];
 const user = (text: string) => ({ role: "user", content: [{ type: "text", text }] });
@@ -357,5 +359,15 @@ describe("fake LLM server", () => {
     } finally {
       await llm.close();
     }
+  });
+});
+
+describe("startFakeLlm close()", () => {
+  test("ends a reply's pause: a process that closed the fake mid-pause exits at once", async () => {
+    const run = await runToExit(`${repoRoot}tests/fixtures/fake-llm-close.ts`);
+    assert.equal(run.code, 0);
+    assert.equal(run.stdout.trim(), "closed");
+    // The pause is 60 s; 15 s leaves room for a slow start on a loaded machine.
+    assert.ok(run.ms < 15_000, `exited after ${run.ms} ms`);
   });
 });

@@ -55,7 +55,22 @@ interface Running {
 }
 
 const noop = () => {};
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/**
+ * `promise`'s value, or `late()` when `ms` pass first. The timer is cleared as soon as the race
+ * is decided, so an answered `_Stop` leaves nothing pending (a bare `sleep` in the race would
+ * keep the process alive, and timers piling up, for `stopWaitMs` after every call).
+ */
+async function within<T>(promise: Promise<T>, ms: number, late: () => T): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(late()), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Renders an argv array as a shell-ready line (quoting only where needed). */
 export function commandText(command: string | readonly string[]): string {
@@ -164,14 +179,14 @@ export class TestGate {
         const run = this.#running ?? this.#start(fingerprint);
         const left = deadline - performance.now();
         if (left <= 0) return this.#runningText();
-        const finished = await Promise.race([run.promise.then(() => true), sleep(left).then(() => false)]);
+        const finished = await within(run.promise.then(() => true), left, () => false);
         if (!finished) return this.#runningText();
         // The run ended in time: loop to check its fingerprint against the files as they are now.
       }
     };
     try {
       // Even listing a huge project cannot make _Stop late: past the budget, we object.
-      return await Promise.race([decide(), sleep(budgetMs + 150).then(() => this.#runningText())]);
+      return await within(decide(), budgetMs + 150, () => this.#runningText());
     } catch (error) {
       return `The test gate could not check the project: ${
         (error as Error).message

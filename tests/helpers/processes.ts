@@ -4,8 +4,24 @@
  * zombies count as gone.
  * @module
  */
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import process from "node:process";
+import { tsCommand } from "./runtime.ts";
+
+/**
+ * Runs a TypeScript file under the current runtime ({@link tsCommand}) to its exit: its code,
+ * its stdout and how long it ran, in ms. For checks that a process exits by itself, which is
+ * how a timer or handle left pending shows.
+ */
+export function runToExit(file: string): Promise<{ code: number | null; stdout: string; ms: number }> {
+  const [command, ...args] = tsCommand(file);
+  const child = spawn(command!, args, { stdio: ["ignore", "pipe", "inherit"] });
+  let stdout = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  const started = Date.now();
+  return new Promise((resolve) => child.on("exit", (code) => resolve({ code, stdout, ms: Date.now() - started })));
+}
 
 /** True while a process with `pid` exists and is not a zombie. */
 export function alive(pid: number): boolean {
