@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# The whole suite: type-check, doc lint, format and lint checks, then the same test files under Node (tsx), Bun and Deno.
-# Called by `npm test`. Each runner's end-to-end tests spawn the agent under that runner's
-# runtime; runtime-independent slow checks run once (see tests/helpers/runtime.ts).
+# The whole suite: type-check, doc lint, format and lint checks, then the same test files under
+# Node, Bun and Deno. Called by `npm test`. Each runner's end-to-end tests spawn the agent under
+# that runner's runtime; runtime-independent slow checks run once (see tests/helpers/runtime.ts).
+#
+# The three runners run at the same time: most of a test's time is waiting (timeouts, pauses,
+# child processes starting), so one runner alone leaves the cores idle. Each runner's output is
+# kept and printed whole when it is done, in the order Node, Bun, Deno. The load test measures
+# latency (every _Stop under 1 s), so it runs alone afterwards.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
 export NO_COLOR=1
 files=(tests/*.test.ts)
+alone=tests/reliability-load.test.ts
 status=0
 step() {
   local name=$1; shift
@@ -23,31 +29,47 @@ step fmt deno fmt --check --quiet
 step lint deno lint --quiet
 # The JSR package: the publish list and no slow types in the public API (no upload).
 step publish-dry-run deno publish --dry-run --allow-dirty --quiet
-step node node --import tsx --test --test-concurrency=2 "${files[@]}"
-# Bun runs one file at a time: two processes, each with every other file, like Node's two at a
-# time; each one's output is printed whole when both are done. The load test measures latency
-# (every _Stop under 1 s), so it runs alone afterwards.
-alone=tests/reliability-load.test.ts
-bun_two() {
-  local halves=("" "") i n=0 rc=0 pids=() outs=()
+
+# Node 20 cannot strip types: its runner runs the test files compiled by esbuild, the compiler
+# tsx uses (scripts/bundle-tests.mjs), which saves each of its test processes the ~0.6 s tsx
+# takes to start. `node --import tsx --test tests/x.test.ts` runs one file from source.
+node_runner() {
+  local compiled
+  compiled=$(node scripts/bundle-tests.mjs "${files[@]}") || return 1
+  # shellcheck disable=SC2086
+  (IFS=$'\n'; exec node --test --test-concurrency=2 $compiled)
+}
+# Bun runs one file at a time: two processes, each with every other file.
+bun_half() {
+  local i n=0 half=() 
   for i in "${!files[@]}"; do
     [ "${files[i]}" = "$alone" ] && continue
-    halves[n % 2]+="./${files[i]}"$'\n'
+    [ $((n % 2)) = "$1" ] && half+=("./${files[i]}")
     n=$((n + 1))
   done
-  for i in 0 1; do
-    outs[i]=$(mktemp)
-    # shellcheck disable=SC2086
-    (IFS=$'\n'; exec bun test --timeout 120000 ${halves[i]}) >"${outs[i]}" 2>&1 &
-    pids[i]=$!
-  done
-  for i in 0 1; do wait "${pids[i]}" || rc=1; cat "${outs[i]}"; rm -f "${outs[i]}"; done
-  bun test --timeout 120000 "./$alone" || rc=1
-  return "$rc"
+  bun test --timeout 120000 "${half[@]}"
 }
-step bun bun_two
-# Deno runs two files at a time like Node (the files never share ports or folders), and skips
-# its own type check: the tsc step above already checked every file.
-step deno env DENO_JOBS=2 deno test -A --quiet --no-check --parallel "${files[@]}"
+# Deno runs two files at a time (the files never share ports or folders), and skips its own
+# type check: the tsc step above already checked every file.
+deno_runner() { DENO_JOBS=2 deno test -A --quiet --no-check --parallel "${files[@]}"; }
+
+names=(node bun-1 bun-2 deno)
+commands=(node_runner "bun_half 0" "bun_half 1" deno_runner)
+outs=() pids=()
+started=$SECONDS
+for i in "${!names[@]}"; do
+  outs[i]=$(mktemp)
+  # shellcheck disable=SC2086
+  (start=$SECONDS; ${commands[i]}; rc=$?; echo "::: ${names[i]} $([ $rc = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"; exit $rc) >"${outs[i]}" 2>&1 &
+  pids[i]=$!
+done
+echo "::: runners: ${names[*]} at the same time"
+for i in "${!names[@]}"; do
+  wait "${pids[i]}" || status=1
+  cat "${outs[i]}"
+  rm -f "${outs[i]}"
+done
+echo "::: runners done in $((SECONDS - started)) s"
+step load bun test --timeout 120000 "./$alone"
 if [ "$status" -eq 0 ]; then echo "::: all runners passed"; else echo "::: some runner failed"; fi
 exit "$status"

@@ -2,7 +2,9 @@
  * Guarantee 7 of issue 6: the todo-enforcer under load. One real server process (main.ts under
  * Bun, with `--token`), 50 agent sessions driven by sprout-agent's own MCP client
  * (`connectMcp`, one connection and one `sessionId` each, most detecting the modern era, some
- * pinned legacy), for up to 30 s: each session replaces its list, reads it back, and calls
+ * pinned legacy), for 8 s in `npm test` (`RELIABILITY_LOAD_SECS` sets it: `.ci/run` runs the
+ * 30 s soak issue 6 asked for after the suite; the latency bound is the same whatever the
+ * length): each session replaces its list, reads it back, and calls
  * `_Stop` and `_PostCompact`. No mixed state, no error, every `_Stop` under 1 s. Then the
  * server's HTTP guards over the real port: bad `Host`, bad `Origin`, missing or wrong token.
  *
@@ -11,6 +13,7 @@
  */
 import assert from "node:assert/strict";
 import { request } from "node:http";
+import process from "node:process";
 import { after, before, describe, test } from "node:test";
 import { connectMcp } from "../lib/mcp/client.ts";
 import type { McpConnection } from "../lib/mcp/types.ts";
@@ -30,8 +33,8 @@ const TOKEN = "load-test-token";
 const SESSIONS = 50;
 /** Every 5th session is pinned to the legacy (2025-11-25) era; the others detect modern. */
 const LEGACY_EVERY = 5;
-/** Wall-clock bound of the load phase. */
-const DURATION_MS = 30_000;
+/** Wall-clock bound of the load phase, in ms (`RELIABILITY_LOAD_SECS`, default 8). */
+const DURATION_MS = Number(process.env.RELIABILITY_LOAD_SECS || "8") * 1000;
 /** Count bound per session, so the loop ends by itself even on a fast machine. */
 const MAX_CYCLES = 1000;
 /** SPEC-level bound this test proves for every `_Stop` answer. */
@@ -93,7 +96,7 @@ describe("todo-enforcer under load over HTTP (issue 6, guarantee 7)", { skip: !r
     await server?.stop();
   });
 
-  test("50 agent sessions for 30 s: each reads back exactly its last write, no error, every _Stop under 1 s", async () => {
+  test(`50 agent sessions for ${DURATION_MS / 1000} s: each reads back exactly its last write, no error, every _Stop under 1 s`, async () => {
     assert.ok(server);
     const url = server.url;
     assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);

@@ -22,21 +22,20 @@ export function runtime(): Runtime {
 
 /**
  * The argv that runs `file` (a .ts path) under `which` (default: the current runtime).
- * Bun and Deno run TypeScript as is. Node 20 cannot strip types: under the Node runner a file
- * of this repository runs as an esbuild bundle of it ({@link nodeBundle}); elsewhere (a file
- * outside the repository, or Node started from the Bun or Deno runner) through `tsx`.
+ * Bun and Deno run TypeScript as is. Node 20 cannot strip types: a file of this repository
+ * runs as an esbuild bundle of it ({@link nodeBundle}), any other through `tsx`.
  */
 export function tsCommand(file: string, which: Runtime = runtime()): string[] {
   const root = new URL("../../", import.meta.url).pathname;
   if (which === "deno") return [denoPath(), "run", "-A", "--quiet", file];
   if (which === "bun") return [bunPath(), file];
-  const bundle = runtime() === "node" ? nodeBundle(file) : undefined;
+  const bundle = nodeBundle(file);
   if (bundle !== undefined) return [nodePath(), bundle];
   return [nodePath(), "--import", `${root}node_modules/tsx/dist/loader.mjs`, file];
 }
 
 const bundleDir = `${new URL("../../", import.meta.url).pathname}node_modules/.cache/sprout-agent-tests`;
-const bundles = new Map<string, string>();
+const bundles = new Map<string, string | undefined>();
 
 /**
  * The path of a plain-JavaScript bundle of `file` (a .ts file inside the repository) that
@@ -48,14 +47,14 @@ const bundles = new Map<string, string>();
  * agents and servers. The bundle lives in node_modules/.cache/sprout-agent-tests with the
  * list of its inputs and their modification times, and is built again when one changed;
  * concurrent test processes each write their own temporary file and rename it into place.
- * Returns undefined for a file outside the repository (its packages resolve elsewhere).
+ * Returns undefined for a file outside the repository (its packages resolve elsewhere), and
+ * for one whose modules read `import.meta` (in one file they would all see the bundle's).
  */
 export function nodeBundle(file: string): string | undefined {
   const source = resolve(repoRoot, file);
   const rel = relative(repoRoot, source);
   if (rel.startsWith("..") || rel.startsWith("node_modules/") || !rel.endsWith(".ts")) return undefined;
-  const known = bundles.get(source);
-  if (known !== undefined) return known;
+  if (bundles.has(source)) return bundles.get(source);
   const out = join(bundleDir, `${rel.replaceAll("/", "__").slice(0, -3)}.mjs`);
   const manifest = `${out}.inputs.json`;
   if (!bundleFresh(manifest)) {
@@ -78,18 +77,28 @@ export function nodeBundle(file: string): string | undefined {
       const stat = statSync(join(repoRoot, path));
       return [path, stat.mtimeMs, stat.size];
     });
+    const usable = !readFileSync(tmp, "utf8").includes("import.meta");
     renameSync(tmp, out);
-    writeFileSync(`${manifest}.${process.pid}.tmp`, JSON.stringify(inputs));
+    writeFileSync(`${manifest}.${process.pid}.tmp`, JSON.stringify({ inputs, usable }));
     renameSync(`${manifest}.${process.pid}.tmp`, manifest);
   }
-  bundles.set(source, out);
-  return out;
+  const usable = (JSON.parse(readFileSync(manifest, "utf8")) as BundleManifest).usable;
+  bundles.set(source, usable ? out : undefined);
+  return usable ? out : undefined;
 }
 
-/** True when the bundle whose input list is `manifest` was built from the files as they are now. */
+/** What node_modules/.cache/sprout-agent-tests keeps beside a bundle. */
+interface BundleManifest {
+  /** Every source file in it: path from the repository root, modification time (ms), size. */
+  inputs: Array<[string, number, number]>;
+  /** False when a module reads `import.meta`, which bundling would change. */
+  usable: boolean;
+}
+
+/** True when the bundle whose manifest is `manifest` was built from the files as they are now. */
 function bundleFresh(manifest: string): boolean {
   try {
-    const inputs = JSON.parse(readFileSync(manifest, "utf8")) as Array<[string, number, number]>;
+    const { inputs } = JSON.parse(readFileSync(manifest, "utf8")) as BundleManifest;
     return inputs.every(([path, mtimeMs, size]) => {
       const stat = statSync(join(repoRoot, path));
       return stat.mtimeMs === mtimeMs && stat.size === size;
