@@ -1,15 +1,20 @@
 /**
  * `npm run bench` must not rot: the harness runs its smallest group (`loop`, `--quick`, the
  * current runtime only, one child process) and prints a well-formed table. No timing is
- * asserted: speed belongs to the bench itself (docs/PERFORMANCE.md).
+ * asserted: speed belongs to the bench itself (docs/PERFORMANCE.md). The run itself is a few
+ * seconds of full CPU and the harness is the same code whatever runs it, so it runs once
+ * (under Bun, tests/helpers/runtime.ts).
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { currentRuntime, formatTable, row } from "../bench/harness.ts";
 import { GROUPS, runBench } from "../bench/bench.ts";
+import { runsOnce } from "./helpers/runtime.ts";
+
+const ONCE = { skip: !runsOnce && "runs once, under bun" };
 
 describe("bench harness", () => {
-  test("the loop group in quick mode yields one table of finite ratios, one line per row", async () => {
+  test("the loop group in quick mode yields one table of finite ratios, one line per row", ONCE, async () => {
     const lines: string[] = [];
     const rows = await runBench({
       groups: ["loop"],

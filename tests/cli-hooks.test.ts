@@ -14,7 +14,9 @@ import process from "node:process";
 import { spawnStdio, STDERR_LINE_CHARS } from "../lib/mcp/stdio.ts";
 import { spawnAgent } from "./helpers/acp.ts";
 import { runCli } from "./helpers/cli.ts";
-import { repoRoot, tsCommand } from "./helpers/runtime.ts";
+import { repoRoot, runsOnce, tsCommand } from "./helpers/runtime.ts";
+
+const ONCE = { skip: !runsOnce && "runs once, under bun" };
 
 const dir = mkdtempSync(join(tmpdir(), "cli-hooks-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -57,7 +59,9 @@ describe("cli.ts hooks", () => {
     assert.doesNotMatch(ran.stderr, /_Stop was called/, "a hook that is not enabled is not called");
   });
 
-  test("a hook that answers isError is a problem: exit 1, and --json says which", async () => {
+  // The report's logic is lib/hook-check.ts, tested in-process (hook-check.test.ts); the first
+  // test runs the command under every runtime, these two once.
+  test("a hook that answers isError is a problem: exit 1, and --json says which", ONCE, async () => {
     writeFileSync(join(dir, "NOT_DONE.md"), "- one more thing");
     try {
       const ran = await runCli(["hooks", "--json", "--mcp-config", config], { MCP_HOOK_SERVERS: "*" }, { cwd: dir });
@@ -86,7 +90,7 @@ describe("cli.ts hooks", () => {
     }
   });
 
-  test("usage and configuration errors exit 2 naming what is wrong", async () => {
+  test("usage and configuration errors exit 2 naming what is wrong", ONCE, async () => {
     const [extra, bad] = await Promise.all([
       runCli(["hooks", "now"], {}, { cwd: dir }),
       runCli(["hooks", "--mcp-config", config], { SPROUT_AGENT_SERVER_STDERR: "loud" }, { cwd: dir }),

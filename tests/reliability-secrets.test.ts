@@ -16,6 +16,9 @@ import { type FakeLlm, type FakeTurn, startFakeLlm } from "../lib/testing.ts";
 import { fixtureConfig, runCli } from "./helpers/cli.ts";
 import { spawnAgent } from "./helpers/acp.ts";
 import { fixtureCommand } from "./helpers/session.ts";
+import { runsOnce } from "./helpers/runtime.ts";
+
+const ONCE = { skip: !runsOnce && "runs once, under bun" };
 
 const ANTHROPIC_KEY = "sk-ant-SECRET-anthropic-0123456789";
 const OPENAI_KEY = "sk-oai-SECRET-openai-0123456789";
@@ -185,25 +188,31 @@ describe("guarantee 6: secrets never reach a stdio server's environment", () => 
   });
 });
 
-// Each test has its own fake LLM, files and processes: they run at the same time.
+// Each test has its own fake LLM, files and processes: they run at the same time. Redaction is
+// lib code (lib/redact.ts, tested in-process in redact.test.ts) on text every runtime writes the
+// same way: one case per kind of leak runs under every runtime, its variants once (under Bun).
 describe("guarantee 6: secrets never appear in output (cli.ts run)", { concurrency: true }, () => {
   for (const wire of ["anthropic", "openai"] as const) {
-    test(`(${wire}) an LLM error body echoing the key: --json error and retry warnings show the status and text, not the key`, async () => {
-      const retried = { ...echoKeyBody(wire, 500) };
-      await withLlm([retried, echoKeyBody(wire, 401)], async (llm) => {
-        const run = await runCli(["run", "--json", "go"], llmEnv(wire, llm), { cwd: dir });
-        assert.equal(run.code, 1, run.stderr);
-        assertNoSecret(run.stdout + run.stderr, "output");
-        const warning = run.events.find((e) => e["type"] === "warning");
-        assert.match(String(warning?.["message"]), /status 500: .*invalid key \[redacted\]/);
-        const last = run.events.at(-1)!;
-        assert.equal(last["type"], "error");
-        assert.match(String(last["message"]), /status 401.*invalid key \[redacted\]/);
-      });
-    });
+    test(
+      `(${wire}) an LLM error body echoing the key: --json error and retry warnings show the status and text, not the key`,
+      wire === "anthropic" ? {} : ONCE,
+      async () => {
+        const retried = { ...echoKeyBody(wire, 500) };
+        await withLlm([retried, echoKeyBody(wire, 401)], async (llm) => {
+          const run = await runCli(["run", "--json", "go"], llmEnv(wire, llm), { cwd: dir });
+          assert.equal(run.code, 1, run.stderr);
+          assertNoSecret(run.stdout + run.stderr, "output");
+          const warning = run.events.find((e) => e["type"] === "warning");
+          assert.match(String(warning?.["message"]), /status 500: .*invalid key \[redacted\]/);
+          const last = run.events.at(-1)!;
+          assert.equal(last["type"], "error");
+          assert.match(String(last["message"]), /status 401.*invalid key \[redacted\]/);
+        });
+      },
+    );
   }
 
-  test("people's output (stderr) has no key either", async () => {
+  test("people's output (stderr) has no key either", ONCE, async () => {
     await withLlm([echoKeyBody("anthropic", 403)], async (llm) => {
       const run = await runCli(["run", "go"], llmEnv("anthropic", llm), { cwd: dir });
       assert.equal(run.code, 1);
@@ -216,32 +225,42 @@ describe("guarantee 6: secrets never appear in output (cli.ts run)", { concurren
   });
 
   for (const path of ["/mcp", "/rpc"] as const) {
-    test(`an MCP HTTP server echoing its Authorization header (${path === "/mcp" ? "401 text" : "JSON-RPC error"}) and a stdio server printing its token: warnings name them, never the values`, async () => {
-      await withLlm(
-        [{ toolCalls: [{ name: "fx__echo", arguments: { text: "still works" } }] }, { text: "done" }],
-        async (llm) => {
-          const run = await runCli(
-            ["run", "--json", "--mcp-config", leakyConfig(path), "go"],
-            llmEnv("anthropic", llm),
-            { cwd: dir },
-          );
-          assert.equal(run.code, 0, run.stderr);
-          assertNoSecret(run.stdout + run.stderr, "output");
-          const warnings = run.events.filter((e) => e["type"] === "warning").map((e) => String(e["message"]));
-          const api = warnings.find((w) => w.includes('"api"'));
-          assert.ok(api !== undefined, warnings.join("\n"));
-          assert.match(api, path === "/mcp" ? /401/ : /refused credentials/);
-          assert.match(api, /\[redacted\]/);
-          const leaky = warnings.find((w) => w.includes('"leaky"'));
-          // A server dying at once is reported with its exit code and stderr tail (not "write EPIPE").
-          assert.match(
-            String(leaky),
-            /^Cannot start server "leaky": server exited \(code 3\); stderr:\nstarting with token=\[redacted\] key=$/,
-          );
-          assert.equal(run.events.find((e) => e["type"] === "tool-end")?.["ok"], true, "the other server still works");
-        },
-      );
-    });
+    test(
+      `an MCP HTTP server echoing its Authorization header (${
+        path === "/mcp" ? "401 text" : "JSON-RPC error"
+      }) and a stdio server printing its token: warnings name them, never the values`,
+      path === "/mcp" ? {} : ONCE,
+      async () => {
+        await withLlm(
+          [{ toolCalls: [{ name: "fx__echo", arguments: { text: "still works" } }] }, { text: "done" }],
+          async (llm) => {
+            const run = await runCli(
+              ["run", "--json", "--mcp-config", leakyConfig(path), "go"],
+              llmEnv("anthropic", llm),
+              { cwd: dir },
+            );
+            assert.equal(run.code, 0, run.stderr);
+            assertNoSecret(run.stdout + run.stderr, "output");
+            const warnings = run.events.filter((e) => e["type"] === "warning").map((e) => String(e["message"]));
+            const api = warnings.find((w) => w.includes('"api"'));
+            assert.ok(api !== undefined, warnings.join("\n"));
+            assert.match(api, path === "/mcp" ? /401/ : /refused credentials/);
+            assert.match(api, /\[redacted\]/);
+            const leaky = warnings.find((w) => w.includes('"leaky"'));
+            // A server dying at once is reported with its exit code and stderr tail (not "write EPIPE").
+            assert.match(
+              String(leaky),
+              /^Cannot start server "leaky": server exited \(code 3\); stderr:\nstarting with token=\[redacted\] key=$/,
+            );
+            assert.equal(
+              run.events.find((e) => e["type"] === "tool-end")?.["ok"],
+              true,
+              "the other server still works",
+            );
+          },
+        );
+      },
+    );
   }
 
   test("a credential variable .mcp.json passes on under another name (env, args) is redacted from the server's stderr lines", async () => {
@@ -264,49 +283,61 @@ describe("guarantee 6: secrets never appear in output (cli.ts run)", { concurren
     });
   });
 
-  test("a .mcp.json header value that cannot be sent is a configuration error naming the field, not the value", async () => {
-    const file = join(dir, "bad-header.mcp.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        mcpServers: {
-          api: { type: "http", url: `${echoUrl}/mcp`, headers: { Authorization: `Bearer ${MCP_TOKEN}\r\nX-Evil: 1` } },
-        },
-      }),
-    );
-    // A valid script: it is read with the rest of the environment, before the MCP configuration.
-    writeFileSync(join(dir, "empty-script.json"), "[]");
-    const run = await runCli(["run", "--json", "--mcp-config", file, "go"], {
-      SPROUT_AGENT_PROVIDER: "scripted",
-      SPROUT_AGENT_SCRIPT: join(dir, "empty-script.json"),
-    }, { cwd: dir });
-    assert.equal(run.code, 2, run.stderr);
-    assert.match(run.stderr, /bad-header\.mcp\.json.*mcpServers\.api\.headers\.Authorization/);
-    assertNoSecret(run.stdout + run.stderr, "output");
-  });
-
-  test("a connection error to a URL with credentials in it shows neither the password nor the headers", async () => {
-    faults++;
-    const file = join(dir, "refused.mcp.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        mcpServers: {
-          gone: {
-            type: "http",
-            url: `http://user:${SERVICE_TOKEN}@127.0.0.1:9/mcp`,
-            headers: { Authorization: `Bearer ${MCP_TOKEN}` },
+  test(
+    "a .mcp.json header value that cannot be sent is a configuration error naming the field, not the value",
+    ONCE,
+    async () => {
+      const file = join(dir, "bad-header.mcp.json");
+      writeFileSync(
+        file,
+        JSON.stringify({
+          mcpServers: {
+            api: {
+              type: "http",
+              url: `${echoUrl}/mcp`,
+              headers: { Authorization: `Bearer ${MCP_TOKEN}\r\nX-Evil: 1` },
+            },
           },
-        },
-      }),
-    );
-    await withLlm([{ text: "fine" }], async (llm) => {
-      const run = await runCli(["run", "--json", "--mcp-config", file, "go"], llmEnv("anthropic", llm), { cwd: dir });
-      assert.equal(run.code, 0, run.stderr);
+        }),
+      );
+      // A valid script: it is read with the rest of the environment, before the MCP configuration.
+      writeFileSync(join(dir, "empty-script.json"), "[]");
+      const run = await runCli(["run", "--json", "--mcp-config", file, "go"], {
+        SPROUT_AGENT_PROVIDER: "scripted",
+        SPROUT_AGENT_SCRIPT: join(dir, "empty-script.json"),
+      }, { cwd: dir });
+      assert.equal(run.code, 2, run.stderr);
+      assert.match(run.stderr, /bad-header\.mcp\.json.*mcpServers\.api\.headers\.Authorization/);
       assertNoSecret(run.stdout + run.stderr, "output");
-      assert.match(String(run.events.find((e) => e["type"] === "warning")?.["message"]), /"gone"/);
-    });
-  });
+    },
+  );
+
+  test(
+    "a connection error to a URL with credentials in it shows neither the password nor the headers",
+    ONCE,
+    async () => {
+      faults++;
+      const file = join(dir, "refused.mcp.json");
+      writeFileSync(
+        file,
+        JSON.stringify({
+          mcpServers: {
+            gone: {
+              type: "http",
+              url: `http://user:${SERVICE_TOKEN}@127.0.0.1:9/mcp`,
+              headers: { Authorization: `Bearer ${MCP_TOKEN}` },
+            },
+          },
+        }),
+      );
+      await withLlm([{ text: "fine" }], async (llm) => {
+        const run = await runCli(["run", "--json", "--mcp-config", file, "go"], llmEnv("anthropic", llm), { cwd: dir });
+        assert.equal(run.code, 0, run.stderr);
+        assertNoSecret(run.stdout + run.stderr, "output");
+        assert.match(String(run.events.find((e) => e["type"] === "warning")?.["message"]), /"gone"/);
+      });
+    },
+  );
 });
 
 describe("guarantee 6: secrets never appear in ACP responses, updates or logs", () => {
