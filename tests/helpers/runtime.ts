@@ -4,7 +4,8 @@
  * runners exercises its own runtime once.
  * @module
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, relative, resolve } from "node:path";
 import process from "node:process";
@@ -38,34 +39,42 @@ const bundleDir = `${new URL("../../", import.meta.url).pathname}node_modules/.c
 const bundles = new Map<string, string | undefined>();
 
 /**
- * The path of a plain-JavaScript bundle of `file` (a .ts file inside the repository) that
- * Node runs without a loader, built with esbuild, the compiler `tsx` itself uses, so the
- * code runs as it does under `tsx`: the same transform, with the repository's own modules in
- * one file and every package left as an import (resolved from the repository's
- * node_modules, as for the source). Why: Node under `tsx` needs about 0.45 s of wall time
- * and 0.6 s of CPU to start, a bundle 0.17 s; the end-to-end tests start a few hundred
- * agents and servers. The bundle lives in node_modules/.cache/sprout-agent-tests with the
- * list of its inputs and their modification times, and is built again when one changed;
- * concurrent test processes each write their own temporary file and rename it into place.
+ * The path of a plain-JavaScript build of `file` (a .ts file inside the repository) that Node
+ * runs without a loader, built with esbuild, the compiler `tsx` itself uses, so the code runs
+ * as it does under `tsx`: the same transform, the repository's own modules bundled, every
+ * package left as an import (resolved from the repository's node_modules, as for the source),
+ * and every dynamic `import()` still lazy (code splitting: a module loaded on demand, such as the
+ * todo-enforcer's Redis store, stays a separate chunk, and the packages it imports load only
+ * with it). Why: Node under `tsx` needs about 0.45 s of wall time and 0.6 s of CPU to start, a
+ * build 0.17 s; the end-to-end tests start a few hundred agents and servers.
+ *
+ * Builds live in node_modules/.cache/sprout-agent-tests/<name>-<hash>/, the hash taken from
+ * the sources' paths, modification times and sizes; `<name>.json` names the current one and
+ * its sources, and a source that changed makes a new build. A build is never rewritten in
+ * place, so concurrent test processes never see one half-written.
  * Returns undefined for a file outside the repository (its packages resolve elsewhere), and
- * for one whose modules read `import.meta` (in one file they would all see the bundle's).
+ * for one whose modules read `import.meta` (built, they would see the build's location).
  */
 export function nodeBundle(file: string): string | undefined {
   const source = resolve(repoRoot, file);
   const rel = relative(repoRoot, source);
   if (rel.startsWith("..") || rel.startsWith("node_modules/") || !rel.endsWith(".ts")) return undefined;
   if (bundles.has(source)) return bundles.get(source);
-  const out = join(bundleDir, `${rel.replaceAll("/", "__").slice(0, -3)}.mjs`);
-  const manifest = `${out}.inputs.json`;
-  if (!bundleFresh(manifest)) {
+  const name = rel.replaceAll("/", "__").slice(0, -3);
+  const manifest = join(bundleDir, `${name}.json`);
+  let built = readManifest(manifest);
+  if (built === undefined) {
     mkdirSync(bundleDir, { recursive: true });
-    const tmp = `${out}.${process.pid}.tmp.mjs`;
+    const tmp = join(bundleDir, `${name}.${process.pid}.tmp`);
+    rmSync(tmp, { recursive: true, force: true });
     const esbuild = createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
     const result = esbuild.buildSync({
-      entryPoints: [source],
-      outfile: tmp,
+      entryPoints: { [name]: source },
+      outdir: tmp,
+      outExtension: { ".js": ".mjs" },
       absWorkingDir: repoRoot,
       bundle: true,
+      splitting: true,
       packages: "external",
       platform: "node",
       format: "esm",
@@ -73,38 +82,61 @@ export function nodeBundle(file: string): string | undefined {
       metafile: true,
       logLevel: "silent",
     });
-    const inputs = Object.keys(result.metafile.inputs).map((path) => {
+    const inputs: BundleManifest["inputs"] = Object.keys(result.metafile.inputs).map((path) => {
       const stat = statSync(join(repoRoot, path));
       return [path, stat.mtimeMs, stat.size];
     });
-    const usable = !readFileSync(tmp, "utf8").includes("import.meta");
-    renameSync(tmp, out);
-    writeFileSync(`${manifest}.${process.pid}.tmp`, JSON.stringify({ inputs, usable }));
+    const usable = !Object.keys(result.metafile.outputs).some((out) =>
+      readFileSync(join(repoRoot, out), "utf8").includes("import.meta")
+    );
+    const hash = createHash("sha256").update(JSON.stringify(inputs)).digest("hex").slice(0, 12);
+    const dir = `${name}-${hash}`;
+    try {
+      renameSync(tmp, join(bundleDir, dir));
+    } catch {
+      rmSync(tmp, { recursive: true, force: true }); // another process built the same sources
+    }
+    built = { inputs, usable, dir };
+    writeFileSync(`${manifest}.${process.pid}.tmp`, JSON.stringify(built));
     renameSync(`${manifest}.${process.pid}.tmp`, manifest);
+    pruneBuilds(name, dir);
   }
-  const usable = (JSON.parse(readFileSync(manifest, "utf8")) as BundleManifest).usable;
-  bundles.set(source, usable ? out : undefined);
-  return usable ? out : undefined;
+  const out = built.usable ? join(bundleDir, built.dir, `${name}.mjs`) : undefined;
+  bundles.set(source, out);
+  return out;
 }
 
-/** What node_modules/.cache/sprout-agent-tests keeps beside a bundle. */
+/** Removes the builds of `name` other than `keep` made over ten minutes ago (no test still runs them). */
+function pruneBuilds(name: string, keep: string): void {
+  const old = Date.now() - 600_000;
+  for (const entry of readdirSync(bundleDir)) {
+    if (entry === keep || !entry.startsWith(`${name}-`) || !/^-[0-9a-f]{12}$/.test(entry.slice(name.length))) continue;
+    const path = join(bundleDir, entry);
+    if (statSync(path).mtimeMs < old) rmSync(path, { recursive: true, force: true });
+  }
+}
+
+/** What node_modules/.cache/sprout-agent-tests/<name>.json says of the current build. */
 interface BundleManifest {
   /** Every source file in it: path from the repository root, modification time (ms), size. */
   inputs: Array<[string, number, number]>;
-  /** False when a module reads `import.meta`, which bundling would change. */
+  /** False when a module reads `import.meta`, which building would change. */
   usable: boolean;
+  /** The build's folder in node_modules/.cache/sprout-agent-tests. */
+  dir: string;
 }
 
-/** True when the bundle whose manifest is `manifest` was built from the files as they are now. */
-function bundleFresh(manifest: string): boolean {
+/** The manifest at `path` when its build was made from the files as they are now. */
+function readManifest(path: string): BundleManifest | undefined {
   try {
-    const { inputs } = JSON.parse(readFileSync(manifest, "utf8")) as BundleManifest;
-    return inputs.every(([path, mtimeMs, size]) => {
-      const stat = statSync(join(repoRoot, path));
+    const manifest = JSON.parse(readFileSync(path, "utf8")) as BundleManifest;
+    const fresh = manifest.inputs.every(([file, mtimeMs, size]) => {
+      const stat = statSync(join(repoRoot, file));
       return stat.mtimeMs === mtimeMs && stat.size === size;
     });
+    return fresh && existsSync(join(bundleDir, manifest.dir)) ? manifest : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
