@@ -8,7 +8,7 @@
 // Usage: node scripts/bundle-tests.mjs tests/a.test.ts tests/b.test.ts … (prints the outputs).
 // Plain JavaScript: runs on Node without tsx.
 import { readFile } from "node:fs/promises";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
@@ -33,17 +33,15 @@ const sourceUrls = {
   },
 };
 
+// The options tests/helpers/runtime.ts builds test children with: ES modules for Node 20,
+// packages left as imports, dynamic imports kept lazy (code splitting).
+const nodeBuild = JSON.parse(readFileSync(join(root, "scripts", "esbuild-node.json"), "utf8"));
+
 await build({
+  ...nodeBuild,
   entryPoints: entries.map((e) => join(root, e)),
   outdir,
   outbase: root,
-  outExtension: { ".js": ".mjs" },
-  bundle: true,
-  splitting: true,
-  packages: "external",
-  platform: "node",
-  format: "esm",
-  target: "node20",
   logLevel: "warning",
   plugins: [sourceUrls],
 });

@@ -68,17 +68,13 @@ export function nodeBundle(file: string): string | undefined {
     const tmp = join(bundleDir, `${name}.${process.pid}.tmp`);
     rmSync(tmp, { recursive: true, force: true });
     const esbuild = createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
+    // scripts/esbuild-node.json: the options scripts/bundle-tests.mjs builds the test files with.
+    const options = JSON.parse(readFileSync(join(repoRoot, "scripts/esbuild-node.json"), "utf8")) as object;
     const result = esbuild.buildSync({
+      ...options,
       entryPoints: { [name]: source },
       outdir: tmp,
-      outExtension: { ".js": ".mjs" },
       absWorkingDir: repoRoot,
-      bundle: true,
-      splitting: true,
-      packages: "external",
-      platform: "node",
-      format: "esm",
-      target: "node20",
       metafile: true,
       logLevel: "silent",
     });
