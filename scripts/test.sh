@@ -42,7 +42,7 @@ node_runner() {
 }
 # Bun runs one file at a time: two processes, each with every other file.
 bun_half() {
-  local i n=0 half=() 
+  local i n=0 half=()
   for i in "${!files[@]}"; do
     [ "${files[i]}" = "$alone" ] && continue
     [ $((n % 2)) = "$1" ] && half+=("./${files[i]}")

@@ -383,6 +383,23 @@ describe("registry: results and failures as data (SPEC 6.7, 6.8)", () => {
 });
 
 describe("registry: start, list changes, restart (SPEC 6.3, 6.10)", () => {
+  test("the signal aborts starting while a server lists its tools: killed at once, a failure", async () => {
+    const slow = new FakeServer("slow", ["t"]);
+    slow.listDelayMs = 30_000;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    const started = Date.now();
+    const { registry, failures } = await setup([slow, new FakeServer("good", ["t"])], { signal: controller.signal });
+    try {
+      assert.ok(Date.now() - started < 5000, "did not wait for the 30 s listing");
+      assert.deepEqual(failures.map((f) => f.server), ["slow"]);
+      assert.equal(slow.connections[0]?.killed, true);
+      assert.deepEqual(names(await registry.listTools()), ["good__t"]);
+    } finally {
+      await registry.close();
+    }
+  });
+
   test("a server that cannot start is a failure naming it; the others work", async () => {
     const bad = new FakeServer("bad", ["t"]);
     bad.failConnects = 1;

@@ -248,7 +248,10 @@ export interface McpConnection {
    *   when the server exited), `timeout`; an `AbortError` when `signal` aborts.
    */
   callTool(name: string, args: Record<string, unknown>, options?: McpRequestOptions): Promise<CallToolResult>;
-  /** Kills at once: stdio SIGKILL to the process group; HTTP aborts requests (and DELETEs a legacy session). */
+  /**
+   * Kills at once: stdio SIGKILL to the process group; HTTP aborts requests (and DELETEs a
+   * legacy session). Every pending request fails at once.
+   */
   kill(): void;
   /** Graceful close: stdin closed, then SIGTERM, then SIGKILL to the group; HTTP DELETE for legacy sessions. */
   close(): Promise<void>;

@@ -92,6 +92,8 @@ export function createMcpServer(
   // The tool list never changes, so declare `listChanged: false` (the SDK would default it to
   // true): a server declares only what it does. Nothing else (logging, resources, prompts).
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false } } });
+  /** The list of the session a request's `_meta` names. */
+  const listOf = async (meta: Record<string, unknown> | undefined) => (await store.get(session(meta))).items;
 
   server.registerTool("todo", { description: TODO_DESCRIPTION, inputSchema: todoInput }, async ({ todos }, ctx) => {
     const key = session(ctx.mcpReq._meta);
@@ -110,7 +112,7 @@ export function createMcpServer(
   server.registerTool(
     "_Stop",
     { description: "Agent hook: objects to ending the turn while todo items are open.", inputSchema: z.object({}) },
-    async (_args, ctx) => text(stopText((await store.get(session(ctx.mcpReq._meta))).items)),
+    async (_args, ctx) => text(stopText(await listOf(ctx.mcpReq._meta))),
   );
   server.registerTool(
     "_PostCompact",
@@ -118,19 +120,19 @@ export function createMcpServer(
       description: "Agent hook: returns the todo list for re-injection after a context handoff.",
       inputSchema: z.object({}),
     },
-    async (_args, ctx) => text(postCompactText((await store.get(session(ctx.mcpReq._meta))).items)),
+    async (_args, ctx) => text(postCompactText(await listOf(ctx.mcpReq._meta))),
   );
   // _SessionStart restores a list this server still holds for the session id; _SessionEnd
   // reports what was left open (the agent only logs it).
   server.registerTool(
     "_SessionStart",
     { description: "Agent hook: returns the session's open todo list, if any.", inputSchema: z.object({}) },
-    async (_args, ctx) => text(sessionStartText((await store.get(session(ctx.mcpReq._meta))).items)),
+    async (_args, ctx) => text(sessionStartText(await listOf(ctx.mcpReq._meta))),
   );
   server.registerTool(
     "_SessionEnd",
     { description: "Agent hook: reports the todo items left open.", inputSchema: z.object({}) },
-    async (_args, ctx) => text(sessionEndText((await store.get(session(ctx.mcpReq._meta))).items)),
+    async (_args, ctx) => text(sessionEndText(await listOf(ctx.mcpReq._meta))),
   );
   return server;
 }

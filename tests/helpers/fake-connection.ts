@@ -148,7 +148,8 @@ export class FakeConnection implements McpConnection {
   async listTools(options?: McpRequestOptions): Promise<McpTool[]> {
     this.#assertOpen();
     this.server.listCount++;
-    if (this.server.listDelayMs > 0) await sleep(this.server.listDelayMs);
+    // kill() and close() fail a pending tools/list at once, as McpConnection.kill promises.
+    if (this.server.listDelayMs > 0) await sleep(this.server.listDelayMs, this.#ended.signal).catch(() => {});
     this.#assertOpen();
     void options;
     return structuredClone(this.server.tools);
