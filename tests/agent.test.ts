@@ -132,13 +132,15 @@ describe("createAgent", () => {
   });
 
   test("an aborted creation kills the stdio server still starting and holds nothing open: the process exits at once", async () => {
-    const run = await runToExit(`${repoRoot}tests/fixtures/abort-create.ts`);
+    // A duration no other test process uses: the three runners run this test at the same time.
+    const marker = `61.${100 + Math.floor(Math.random() * 900)}`;
+    const run = await runToExit(`${repoRoot}tests/fixtures/abort-create.ts`, [marker]);
     assert.equal(run.code, 0);
     assert.equal(run.stdout.trim(), "AbortError");
     // The start-up bound is 30 s; before the abort reached the connection the process stayed
     // that long. 15 s leaves room for a slow start on a loaded machine.
     assert.ok(run.ms < 15_000, `exited after ${run.ms} ms`);
-    assert.deepEqual(processesMatching("sleep 61.5"), [], "the server was killed");
+    assert.deepEqual(processesMatching(`sleep ${marker}`), [], "the server was killed");
   });
 
   for (

@@ -14,9 +14,12 @@ import { tsCommand } from "./runtime.ts";
  * its stdout and how long it ran, in ms. For checks that a process exits by itself, which is
  * how a timer or handle left pending shows.
  */
-export function runToExit(file: string): Promise<{ code: number | null; stdout: string; ms: number }> {
-  const [command, ...args] = tsCommand(file);
-  const child = spawn(command!, args, { stdio: ["ignore", "pipe", "inherit"] });
+export function runToExit(
+  file: string,
+  args: string[] = [],
+): Promise<{ code: number | null; stdout: string; ms: number }> {
+  const [command, ...argv] = tsCommand(file);
+  const child = spawn(command!, [...argv, ...args], { stdio: ["ignore", "pipe", "inherit"] });
   let stdout = "";
   child.stdout.on("data", (d) => (stdout += d));
   const started = Date.now();
