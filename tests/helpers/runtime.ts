@@ -80,7 +80,7 @@ export function nodeBundle(file: string): string | undefined {
     });
     const inputs: BundleManifest["inputs"] = Object.keys(result.metafile.inputs).map((path) => {
       const stat = statSync(join(repoRoot, path));
-      return [path, stat.mtimeMs, stat.size];
+      return [path, Math.trunc(stat.mtimeMs), stat.size];
     });
     const usable = !Object.keys(result.metafile.outputs).some((out) =>
       readFileSync(join(repoRoot, out), "utf8").includes("import.meta")
@@ -114,7 +114,11 @@ function pruneBuilds(name: string, keep: string): void {
 
 /** What node_modules/.cache/sprout-agent-tests/<name>.json says of the current build. */
 interface BundleManifest {
-  /** Every source file in it: path from the repository root, modification time (ms), size. */
+  /**
+   * Every source file in it: path from the repository root, modification time (whole ms: Deno
+   * reports whole milliseconds where Node and Bun add a fraction, and a build made under one
+   * must be fresh under the others), size.
+   */
   inputs: Array<[string, number, number]>;
   /** False when a module reads `import.meta`, which building would change. */
   usable: boolean;
@@ -128,7 +132,7 @@ function readManifest(path: string): BundleManifest | undefined {
     const manifest = JSON.parse(readFileSync(path, "utf8")) as BundleManifest;
     const fresh = manifest.inputs.every(([file, mtimeMs, size]) => {
       const stat = statSync(join(repoRoot, file));
-      return stat.mtimeMs === mtimeMs && stat.size === size;
+      return Math.trunc(stat.mtimeMs) === mtimeMs && stat.size === size;
     });
     return fresh && existsSync(join(bundleDir, manifest.dir)) ? manifest : undefined;
   } catch {
