@@ -3,10 +3,11 @@
 # Node, Bun and Deno. Called by `npm test`. Each runner's end-to-end tests spawn the agent under
 # that runner's runtime; runtime-independent slow checks run once (see tests/helpers/runtime.ts).
 #
-# The three runners run at the same time: most of a test's time is waiting (timeouts, pauses,
-# child processes starting), so one runner alone leaves the cores idle. Each runner's output is
-# kept and printed whole when it is done, in the order Node, Bun, Deno. The load test measures
-# latency (every _Stop under 1 s), so it runs alone afterwards.
+# The three runners run at the same time, each several files at once: most of a test's time is
+# waiting (timeouts, pauses, child processes starting), so one runner alone leaves the cores
+# idle, and together they keep both busy (docs/PERFORMANCE.md, "The suite"). Each runner's
+# output is kept and printed whole when it is done, in the order Node, Bun, Deno. The load test
+# measures latency (every _Stop under 1 s), so it runs alone afterwards.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
