@@ -62,15 +62,18 @@ describe("trackedOutput", () => {
   test("the timeout counts from the last progress: a slow reader that keeps reading gets everything", async () => {
     const pipe = latePipe();
     const out = trackedOutput(pipe.stream);
-    for (let i = 0; i < 5; i++) out.write(`${i}\n`);
-    // One write completes every 40 ms: 200 ms in all, past the 60 ms timeout, but never 60 ms idle.
+    for (let i = 0; i < 10; i++) out.write(`${i}\n`);
+    // One write completes every 50 ms: 500 ms in all, past the 300 ms timeout, but never 300 ms
+    // idle (a timer may fire late on a busy machine: 250 ms of slack per step).
     const slowReader = (async () => {
-      for (let i = 0; i < 5; i++) {
-        await new Promise((r) => setTimeout(r, 40));
+      for (let i = 0; i < 10; i++) {
+        await new Promise((r) => setTimeout(r, 50));
         pipe.releaseOne();
       }
     })();
-    assert.equal(await out.flush(60), true);
+    const started = performance.now();
+    assert.equal(await out.flush(300), true);
+    assert.ok(performance.now() - started > 300, "the flush outlasted its timeout");
     await slowReader;
   });
 
