@@ -11,8 +11,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 /**
  * At most how many bytes a flooded answer puts on the wire beyond what the client read before
  * it stopped: what the kernel buffers on loopback, which Linux autotunes while the reader keeps
- * up (net.ipv4.tcp_rmem up to 32 MiB and tcp_wmem up to 4 MiB on these machines; 12.8 MB
- * beyond a 4 MiB read seen under load). Well below the default 64 MiB flood, so a test still
+ * up (net.ipv4.tcp_rmem up to 32 MiB and tcp_wmem up to 4 MiB on these machines; 16.8 MB in
+ * all seen under load for a 4 MiB read). Well below the default 64 MiB flood, so a test still
  * tells a cancelled read from an endless one; `ended` and `closedAt` prove it directly.
  */
 export const BUFFERED_ON_LOOPBACK = 36 * 1024 * 1024;

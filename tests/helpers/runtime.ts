@@ -10,6 +10,9 @@ import { createRequire } from "node:module";
 import { join, relative, resolve } from "node:path";
 import process from "node:process";
 
+/** The repository root, with a trailing slash. */
+export const repoRoot: string = new URL("../../", import.meta.url).pathname;
+
 /** The runtime executing this test file. */
 export type Runtime = "node" | "bun" | "deno";
 
@@ -27,15 +30,14 @@ export function runtime(): Runtime {
  * runs as an esbuild bundle of it ({@link nodeBundle}), any other through `tsx`.
  */
 export function tsCommand(file: string, which: Runtime = runtime()): string[] {
-  const root = new URL("../../", import.meta.url).pathname;
   if (which === "deno") return [denoPath(), "run", "-A", "--quiet", file];
   if (which === "bun") return [bunPath(), file];
   const bundle = nodeBundle(file);
   if (bundle !== undefined) return [nodePath(), bundle];
-  return [nodePath(), "--import", `${root}node_modules/tsx/dist/loader.mjs`, file];
+  return [nodePath(), "--import", `${repoRoot}node_modules/tsx/dist/loader.mjs`, file];
 }
 
-const bundleDir = `${new URL("../../", import.meta.url).pathname}node_modules/.cache/sprout-agent-tests`;
+const bundleDir = `${repoRoot}node_modules/.cache/sprout-agent-tests`;
 const bundles = new Map<string, string | undefined>();
 
 /**
@@ -144,12 +146,10 @@ function nodePath(): string {
   return runtime() === "node" ? process.execPath : "node";
 }
 function bunPath(): string {
-  const root = new URL("../../", import.meta.url).pathname;
-  return runtime() === "bun" ? process.execPath : `${root}node_modules/.bin/bun`;
+  return runtime() === "bun" ? process.execPath : `${repoRoot}node_modules/.bin/bun`;
 }
 function denoPath(): string {
-  const root = new URL("../../", import.meta.url).pathname;
-  return runtime() === "deno" ? process.execPath : `${root}node_modules/.bin/deno`;
+  return runtime() === "deno" ? process.execPath : `${repoRoot}node_modules/.bin/deno`;
 }
 
 /**
@@ -158,6 +158,3 @@ function denoPath(): string {
  * only there.
  */
 export const runsOnce: boolean = runtime() === "bun";
-
-/** The repository root, with a trailing slash. */
-export const repoRoot: string = new URL("../../", import.meta.url).pathname;
