@@ -24,13 +24,13 @@
  * @module
  */
 
-export { createAgent } from "./lib/agent.ts";
-export type { Agent } from "./lib/agent.ts";
-export type { AgentLimits, AgentOptions, ModelOptions } from "./lib/agent-options.ts";
-export { agentOptionsFromEnv } from "./lib/agent-env.ts";
-export type { AgentEvent, HookOutcome, PromptResult } from "./lib/events.ts";
-export type { PromptRun } from "./lib/loop.ts";
-export type { EventStream } from "./lib/stream.ts";
+export { createAgent } from "./lib/agent/agent.ts";
+export type { Agent } from "./lib/agent/agent.ts";
+export type { AgentLimits, AgentOptions, ModelOptions } from "./lib/agent/options.ts";
+export { agentOptionsFromEnv } from "./lib/agent/from-env.ts";
+export type { AgentEvent, HookOutcome, PromptResult } from "./lib/conversation/events.ts";
+export type { PromptRun } from "./lib/agent/loop.ts";
+export type { EventStream } from "./lib/util/stream.ts";
 export type { RegistryFailure } from "./lib/mcp/registry.ts";
 export type { HttpServerConfig, McpEra, McpServerConfig, StdioServerConfig } from "./lib/mcp/types.ts";
 export { createAnthropicModel } from "./lib/llm/anthropic.ts";
@@ -51,10 +51,10 @@ export type {
   ToolCall,
   ToolDef,
   Usage,
-} from "./lib/types.ts";
-export { AgentError } from "./lib/errors.ts";
-export type { AgentErrorCode } from "./lib/errors.ts";
-export type { HookCall, HookContext, HookHandler, HookMeta, HookName, InProcessHooks } from "./lib/hooks.ts";
-export { serveAcp } from "./lib/acp.ts";
-export type { AcpOptions, TextSink } from "./lib/acp.ts";
-export { VERSION } from "./lib/version.ts";
+} from "./lib/conversation/types.ts";
+export { AgentError } from "./lib/util/errors.ts";
+export type { AgentErrorCode } from "./lib/util/errors.ts";
+export type { HookCall, HookContext, HookHandler, HookMeta, HookName, InProcessHooks } from "./lib/hooks/runner.ts";
+export { serveAcp } from "./lib/acp/server.ts";
+export type { AcpOptions, TextSink } from "./lib/acp/server.ts";
+export { VERSION } from "./lib/util/version.ts";

@@ -21,7 +21,7 @@
  * @module
  */
 
-export { startFakeLlm } from "./lib/testing.ts";
+export { startFakeLlm } from "./lib/testing/fake-llm.ts";
 export type {
   FakeHttpError,
   FakeLlm,
@@ -31,9 +31,9 @@ export type {
   FakeTurn,
   RecordedRequest,
   StreamShape,
-} from "./lib/testing.ts";
-export { strictTemplateProblems, validateAnthropicRequest, validateOpenAiRequest } from "./lib/llm/validate.ts";
-export type { OpenAiValidateOptions } from "./lib/llm/validate.ts";
+} from "./lib/testing/fake-llm.ts";
+export { strictTemplateProblems, validateAnthropicRequest, validateOpenAiRequest } from "./lib/testing/validate.ts";
+export type { OpenAiValidateOptions } from "./lib/testing/validate.ts";
 export { createScriptedModel } from "./lib/llm/scripted.ts";
 export { linkedTransports } from "./lib/mcp/in-process.ts";
 export type { InProcessServer, InProcessTransport } from "./lib/mcp/in-process.ts";
@@ -48,4 +48,4 @@ export type {
   ToolCall,
   ToolDef,
   Usage,
-} from "./lib/types.ts";
+} from "./lib/conversation/types.ts";

@@ -19,11 +19,11 @@
  */
 
 import process from "node:process";
-import { loadConfig } from "../lib/config.ts";
-import { AgentSession } from "../lib/loop.ts";
+import { loadConfig } from "../lib/config/config.ts";
+import { AgentSession } from "../lib/agent/loop.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { CallToolResult, McpConnection, McpTool, ToolRegistry } from "../lib/mcp/types.ts";
-import type { HistoryItem, LlmRequest, LlmResponse, Model, ToolDef } from "../lib/types.ts";
+import type { HistoryItem, LlmRequest, LlmResponse, Model, ToolDef } from "../lib/conversation/types.ts";
 
 /** One loop's figures in one phase. */
 export interface LoopFigures {

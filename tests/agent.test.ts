@@ -1,15 +1,15 @@
 /**
- * `createAgent(options)` and `agentOptionsFromEnv(env, {readFile})` (lib/agent.ts): one call
+ * `createAgent(options)` and `agentOptionsFromEnv(env, {readFile})` (lib/agent/agent.ts): one call
  * from plain options builds a session with its model and MCP servers; the environment helper
  * reads the documented variables into those options with loadConfig's validation.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createApp } from "../servers/todo-enforcer/app.ts";
-import { createAgent } from "../lib/agent.ts";
-import { agentOptionsFromEnv } from "../lib/agent-env.ts";
-import { AgentError, isAbortError } from "../lib/errors.ts";
-import type { AgentEvent } from "../lib/events.ts";
+import { createAgent } from "../lib/agent/agent.ts";
+import { agentOptionsFromEnv } from "../lib/agent/from-env.ts";
+import { AgentError, isAbortError } from "../lib/util/errors.ts";
+import type { AgentEvent } from "../lib/conversation/events.ts";
 import { appFetch } from "./helpers/hook-servers.ts";
 import { processesMatching, runToExit } from "./helpers/processes.ts";
 import { repoRoot } from "./helpers/runtime.ts";

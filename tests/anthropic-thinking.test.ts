@@ -3,23 +3,23 @@
  * blocks kept byte-identical in history and resent, thinking never shown as answer text, and
  * a refusal's explanation shown to the user. The fake LLM streams thinking the way the API
  * does (`thinking_delta` pieces, one `signature_delta`) and enforces the API's thinking rules
- * (lib/llm/validate.ts), signatures included.
+ * (lib/testing/validate.ts), signatures included.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import process from "node:process";
-import { loadConfig } from "../lib/config.ts";
-import { resultUpdates, sessionUpdates } from "../lib/acp-updates.ts";
+import { loadConfig } from "../lib/config/config.ts";
+import { resultUpdates, sessionUpdates } from "../lib/acp/updates.ts";
 import {
   anthropicBody,
   createAnthropicModel,
   fromAnthropicMessage,
   toAnthropicMessages,
 } from "../lib/llm/anthropic.ts";
-import { fakeRedactedThinkingData, fakeThinkingSignature } from "../lib/llm/validate.ts";
-import { type FakeTurn, startFakeLlm, validateAnthropicRequest } from "../lib/testing.ts";
-import type { HistoryItem, LlmRequest, LlmResponse, Model, ToolDef } from "../lib/types.ts";
-import { AgentSession } from "../lib/loop.ts";
+import { fakeRedactedThinkingData, fakeThinkingSignature } from "../lib/testing/validate.ts";
+import { type FakeTurn, startFakeLlm, validateAnthropicRequest } from "../lib/testing/fake-llm.ts";
+import type { HistoryItem, LlmRequest, LlmResponse, Model, ToolDef } from "../lib/conversation/types.ts";
+import { AgentSession } from "../lib/agent/loop.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import { messagesOf, runPrompt, withSession } from "./helpers/session.ts";
 import { runCli } from "./helpers/cli.ts";
@@ -453,7 +453,7 @@ describe("the loop with thinking: history keeps every block, hook injection stay
           "unknown blocks resent as they came",
         );
         const ids = first.filter((b) => b["type"] === "tool_use").map((b) => b["id"]);
-        assert.match(String(ids[0]), /^call[a-zA-Z0-9]{5}$/, "a minted id (lib/call-ids.ts)");
+        assert.match(String(ids[0]), /^call[a-zA-Z0-9]{5}$/, "a minted id (lib/conversation/call-ids.ts)");
         assert.equal(ids[1], "toolu_ok");
         const results = messagesOf(t.llm.requests[1]!.body)[2]!["content"] as Block[];
         assert.deepEqual(results.map((b) => b["tool_use_id"]), ids);

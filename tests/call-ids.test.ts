@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { MINTED_ID_PATTERN, numberedCallId, randomCallId, unusedId } from "../lib/call-ids.ts";
+import { MINTED_ID_PATTERN, numberedCallId, randomCallId, unusedId } from "../lib/conversation/call-ids.ts";
 
 describe("minted tool-call ids", () => {
   test("numbered ids are the prefix and 5 base-62 digits, 9 characters, wrapping at 62^5", () => {

@@ -13,8 +13,8 @@ import process from "node:process";
 import { describe, test } from "node:test";
 import { connectMcp } from "../lib/mcp/client.ts";
 import type { McpServerConfig } from "../lib/mcp/types.ts";
-import { formatToolContent } from "../lib/results.ts";
-import type { FakeTurn, RecordedRequest } from "../lib/testing.ts";
+import { formatToolContent } from "../lib/conversation/results.ts";
+import type { FakeTurn, RecordedRequest } from "../lib/testing/fake-llm.ts";
 import { closeChecked, injectedHooks, messagesOf, runPrompt, startSession, toolNamesOf } from "./helpers/session.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 

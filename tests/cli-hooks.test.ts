@@ -59,7 +59,7 @@ describe("cli.ts hooks", () => {
     assert.doesNotMatch(ran.stderr, /_Stop was called/, "a hook that is not enabled is not called");
   });
 
-  // The report's logic is lib/hook-check.ts, tested in-process (hook-check.test.ts); the first
+  // The report's logic is lib/hooks/check.ts, tested in-process (hook-check.test.ts); the first
   // test runs the command under every runtime, these two once.
   test("a hook that answers isError is a problem: exit 1, and --json says which", ONCE, async () => {
     writeFileSync(join(dir, "NOT_DONE.md"), "- one more thing");

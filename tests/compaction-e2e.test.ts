@@ -5,8 +5,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { RecordedRequest } from "../lib/testing.ts";
-import type { FakeTurn } from "../lib/testing.ts";
+import type { RecordedRequest } from "../lib/testing/fake-llm.ts";
+import type { FakeTurn } from "../lib/testing/fake-llm.ts";
 import { closeChecked, messagesOf, runPrompt, startSession, toolNamesOf } from "./helpers/session.ts";
 import { prng } from "./helpers/history.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";

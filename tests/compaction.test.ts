@@ -12,8 +12,8 @@ import {
   tokenThreshold,
   truncateHistory,
   UsageBaseline,
-} from "../lib/compaction.ts";
-import type { HistoryItem, ToolDef } from "../lib/types.ts";
+} from "../lib/context/compaction.ts";
+import type { HistoryItem, ToolDef } from "../lib/conversation/types.ts";
 import { historyProblems, prng, randomHistory } from "./helpers/history.ts";
 
 const bytes = (s: string): number => new TextEncoder().encode(s).length;

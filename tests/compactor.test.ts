@@ -1,23 +1,23 @@
 /**
- * The compaction gate of the loop (lib/compactor.ts, SPEC section 8, issue 9): the estimate
+ * The compaction gate of the loop (lib/context/compactor.ts, SPEC section 8, issue 9): the estimate
  * counts the system prompt and the tool definitions, and a compaction never makes the context
  * larger. In process: the real wire clients against the validating fake LLM, and an in-memory
  * MCP server (tests/helpers/fake-connection.ts).
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { loadConfig } from "../lib/config.ts";
-import { Compactor } from "../lib/compactor.ts";
-import { HookRunner } from "../lib/hooks.ts";
+import { loadConfig } from "../lib/config/config.ts";
+import { Compactor } from "../lib/context/compactor.ts";
+import { HookRunner } from "../lib/hooks/runner.ts";
 import { anthropicBody } from "../lib/llm/anthropic.ts";
 import { createModel } from "../lib/llm/model.ts";
 import { openAiBody } from "../lib/llm/openai.ts";
-import { AgentSession } from "../lib/loop.ts";
+import { AgentSession } from "../lib/agent/loop.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpTool } from "../lib/mcp/types.ts";
-import { type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing.ts";
-import type { AgentEvent } from "../lib/events.ts";
-import type { HistoryItem } from "../lib/types.ts";
+import { type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing/fake-llm.ts";
+import type { AgentEvent } from "../lib/conversation/events.ts";
+import type { HistoryItem } from "../lib/conversation/types.ts";
 import { fakeConnect, FakeServer, stdioConfig, text } from "./helpers/fake-connection.ts";
 
 type Wire = "anthropic" | "openai";

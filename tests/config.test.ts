@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { loadConfig, parseHookServers, requireProvider, serverStderrShown } from "../lib/config.ts";
-import { AgentError } from "../lib/errors.ts";
+import { loadConfig, parseHookServers, requireProvider, serverStderrShown } from "../lib/config/config.ts";
+import { AgentError } from "../lib/util/errors.ts";
 
 const noFile = (p: string): string => {
   throw new Error(`no such file ${p}`);

@@ -69,7 +69,7 @@ describe("docs: the repository is self-contained", () => {
   const self = relative(repoRoot, new URL(import.meta.url).pathname);
 
   test("the walk finds the repository's sources and docs", () => {
-    for (const f of ["README.md", "cli.ts", "lib/loop.ts", "docs/SPEC.md", "docs/CASES.md"]) {
+    for (const f of ["README.md", "cli.ts", "lib/agent/loop.ts", "docs/SPEC.md", "docs/CASES.md"]) {
       assert.ok(files.includes(f), `${f} not found among ${files.length} files`);
     }
     assert.ok(!files.some((f) => f.startsWith("node_modules/")), "node_modules was walked");

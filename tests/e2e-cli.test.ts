@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type FakeTurn, startFakeLlm } from "../lib/testing.ts";
+import { type FakeTurn, startFakeLlm } from "../lib/testing/fake-llm.ts";
 import { cleanEnv, fixtureConfig, runCli as runCliIn } from "./helpers/cli.ts";
 import { repoRoot, runsOnce, tsCommand } from "./helpers/runtime.ts";
 
@@ -157,7 +157,7 @@ describe("cli.ts run", { concurrency: 4 }, () => {
     assert.match(run.stderr, /1 turn/);
   });
 
-  // Configuration errors are lib/config.ts's (config.test.ts, in-process); two run through the
+  // Configuration errors are lib/config/config.ts's (config.test.ts, in-process); two run through the
   // CLI under every runtime, the others once (under Bun).
   for (
     const [index, [name, env, args, pattern]] of ([

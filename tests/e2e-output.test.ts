@@ -18,8 +18,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { startFakeLlm } from "../lib/testing.ts";
-import { FLUSH_TIMEOUT_MS } from "../lib/output.ts";
+import { startFakeLlm } from "../lib/testing/fake-llm.ts";
+import { FLUSH_TIMEOUT_MS } from "../lib/util/output.ts";
 import { cleanEnv, fixtureConfig } from "./helpers/cli.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing.ts";
+import { type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing/fake-llm.ts";
 import { runCli } from "./helpers/cli.ts";
 import { type StartedServer, startServer } from "./helpers/hook-servers.ts";
 import { processesMatching } from "./helpers/processes.ts";

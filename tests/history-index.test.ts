@@ -1,18 +1,18 @@
 /**
- * The incremental history index (lib/history-index.ts, issue 11): its size is exactly the
+ * The incremental history index (lib/conversation/history-index.ts, issue 11): its size is exactly the
  * SPEC 8.1 measure, the UTF-8 length of `JSON.stringify(history)`, and its ids exactly the
  * history's, through every way the loop, a compaction or an embedder changes the array; and a
  * session's rounds never serialise the old history again.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { usedCallIds } from "../lib/call-ids.ts";
-import { historyBytes, truncateHistory } from "../lib/compaction.ts";
-import { loadConfig } from "../lib/config.ts";
-import { historyIndex } from "../lib/history-index.ts";
-import { AgentSession } from "../lib/loop.ts";
+import { usedCallIds } from "../lib/conversation/call-ids.ts";
+import { historyBytes, truncateHistory } from "../lib/context/compaction.ts";
+import { loadConfig } from "../lib/config/config.ts";
+import { historyIndex } from "../lib/conversation/history-index.ts";
+import { AgentSession } from "../lib/agent/loop.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
-import type { HistoryItem, LlmResponse, Model } from "../lib/types.ts";
+import type { HistoryItem, LlmResponse, Model } from "../lib/conversation/types.ts";
 import { fakeConnect, FakeServer, stdioConfig } from "./helpers/fake-connection.ts";
 import { prng, randomHistory } from "./helpers/history.ts";
 

@@ -1,9 +1,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createAgent } from "../lib/agent.ts";
-import { parseHookServers } from "../lib/config.ts";
-import { checkHooks, hookSetupWarnings, schemaProblem } from "../lib/hook-check.ts";
-import { HOOK_POINTS } from "../lib/hook-points.ts";
+import { createAgent } from "../lib/agent/agent.ts";
+import { parseHookServers } from "../lib/config/config.ts";
+import { checkHooks, hookSetupWarnings, schemaProblem } from "../lib/hooks/check.ts";
+import { HOOK_POINTS } from "../lib/hooks/points.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpTool } from "../lib/mcp/types.ts";
 import { fakeConnect, FakeServer, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";

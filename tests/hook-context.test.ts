@@ -7,12 +7,12 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { loadConfig } from "../lib/config.ts";
-import type { AgentEvent } from "../lib/events.ts";
-import { MAX_HOOK_CONTEXT_TEXT_BYTES } from "../lib/hook-points.ts";
-import { AgentSession } from "../lib/loop.ts";
+import { loadConfig } from "../lib/config/config.ts";
+import type { AgentEvent } from "../lib/conversation/events.ts";
+import { MAX_HOOK_CONTEXT_TEXT_BYTES } from "../lib/hooks/points.ts";
+import { AgentSession } from "../lib/agent/loop.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
-import type { HistoryItem, Model } from "../lib/types.ts";
+import type { HistoryItem, Model } from "../lib/conversation/types.ts";
 import { recordingModel } from "./helpers/recording-model.ts";
 import { fakeConnect, FakeServer, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";
 

@@ -4,12 +4,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { numberedCallId } from "../lib/call-ids.ts";
-import { HOOK_POINTS, hookMeta } from "../lib/hook-points.ts";
-import { type HookResult, HookRunner, injectionItems } from "../lib/hooks.ts";
-import type { HistoryItem } from "../lib/types.ts";
-import { parseHookServers } from "../lib/config.ts";
-import type { AgentEvent } from "../lib/events.ts";
+import { numberedCallId } from "../lib/conversation/call-ids.ts";
+import { HOOK_POINTS, hookMeta } from "../lib/hooks/points.ts";
+import { type HookResult, HookRunner, injectionItems } from "../lib/hooks/runner.ts";
+import type { HistoryItem } from "../lib/conversation/types.ts";
+import { parseHookServers } from "../lib/config/config.ts";
+import type { AgentEvent } from "../lib/conversation/events.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
 import { fakeConnect, FakeRpcError, FakeServer, sleep, stdioConfig, text } from "./helpers/fake-connection.ts";
@@ -153,9 +153,12 @@ describe("hooks: calling (SPEC 4)", () => {
     }
   });
 
-  test("the hook points live in lib/hook-points.ts: no other lib/ file names a hook's _meta event or tests a hook's name", () => {
+  test("the hook points live in lib/hooks/points.ts: no other lib/ file names a hook's _meta event or tests a hook's name", () => {
     const files = readdirSync(join(repoRoot, "lib"), { recursive: true }).map(String)
-      .filter((f) => f.endsWith(".ts") && !["hook-points.ts", "testing.ts", "_fake_llm_wire.ts"].includes(f));
+      .filter((f) =>
+        f.endsWith(".ts") &&
+        !["hooks/points.ts", "testing/fake-llm.ts", "testing/wire.ts"].includes(f.split("\\").join("/"))
+      );
     const bad = files.filter((f) =>
       /"(Stop|PostCompact)"|hook === "_/.test(readFileSync(join(repoRoot, "lib", f), "utf8"))
     );

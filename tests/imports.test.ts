@@ -86,7 +86,7 @@ function libFiles(): string[] {
     .map((f) => resolve(repoRoot, "lib", f));
 }
 
-/** The relative imports of every `lib/**` file, as repository-relative paths (`lib/loop.ts` → `lib/hooks.ts`, …). */
+/** The relative imports of every `lib/**` file, as repository-relative paths (`lib/agent/loop.ts` → `lib/hooks/runner.ts`, …). */
 function libGraph(): Map<string, string[]> {
   const edges = new Map<string, string[]>();
   for (const file of libFiles()) {
@@ -117,44 +117,144 @@ function cycles(edges: Map<string, string[]>): string[] {
   return found;
 }
 
+/**
+ * The folders of `lib/`, lowest first (docs/ARCHITECTURE.md, "Layering"): a folder may import only
+ * folders before it, and only those its README's "May import:" line names.
+ */
+const LAYERS = [
+  "util",
+  "http",
+  "conversation",
+  "mcp",
+  "config",
+  "llm",
+  "hooks",
+  "context",
+  "agent",
+  "acp",
+  "cli",
+  "testing",
+] as const;
+
+/** The folder of a `lib/` path (`lib/agent/loop.ts` → `agent`), or undefined for a file directly in `lib/`. */
+function folderOf(path: string): string | undefined {
+  const parts = path.split("/");
+  return parts.length >= 3 && parts[0] === "lib" ? parts[1] : undefined;
+}
+
+/** Each folder's "May import:" list, read from `lib/<folder>/README.md` ("nothing …" is the empty list). */
+function declaredImports(
+  folders: readonly string[],
+  read: (path: string) => string | undefined,
+): Map<string, string[]> {
+  const declared = new Map<string, string[]>();
+  for (const folder of folders) {
+    const text = read(`lib/${folder}/README.md`);
+    const line = text?.match(/^May import: (.*)$/m)?.[1];
+    if (line === undefined) continue;
+    declared.set(
+      folder,
+      line.startsWith("nothing") ? [] : line.replace(/\(.*\)/g, "").split(",").map((s) => s.trim()).filter(Boolean),
+    );
+  }
+  return declared;
+}
+
 /** The layering rules of docs/ARCHITECTURE.md broken by `edges`, one line per offending import. */
-function layeringProblems(edges: Map<string, string[]>): string[] {
+function layeringProblems(
+  edges: Map<string, string[]>,
+  declared: Map<string, string[]> = new Map(LAYERS.map((l, i) => [l, LAYERS.slice(0, i)])),
+): string[] {
   const problems = cycles(edges).map((c) => `import cycle: ${c}`);
+  const rank = new Map<string, number>(LAYERS.map((l, i) => [l, i]));
+  for (const [folder, list] of declared) {
+    for (const other of list) {
+      if (!rank.has(other)) problems.push(`lib/${folder}/README.md names ${other}, which is not a folder of lib/`);
+      else if (rank.get(other)! >= rank.get(folder)!) {
+        problems.push(`lib/${folder}/README.md allows ${other}, which is not below it`);
+      }
+    }
+  }
   // The fake LLM's own files, and the two entry points that expose it to tests.
-  const fake = new Set(["lib/llm/validate.ts", "lib/_fake_llm_wire.ts"]);
-  const fakeUsers = new Set([...fake, "lib/testing.ts", "testing.ts"]);
+  const fake = new Set(["lib/testing/validate.ts", "lib/testing/wire.ts"]);
+  const fakeUsers = new Set([...fake, "lib/testing/fake-llm.ts", "testing.ts"]);
   for (const [file, targets] of edges) {
+    const from = folderOf(file);
+    if (file.startsWith("lib/") && from === undefined) problems.push(`${file} is not in a folder of lib/`);
+    else if (from !== undefined && !rank.has(from)) problems.push(`${file}: lib/${from}/ is not one of the layers`);
+    else if (from !== undefined && !declared.has(from)) {
+      problems.push(`lib/${from}/README.md is missing or has no "May import:" line`);
+    }
     for (const target of targets) {
+      const to = folderOf(target);
       if (file.startsWith("lib/mcp/") && target.startsWith("lib/llm/")) {
         problems.push(`${file} (lib/mcp) imports ${target} (lib/llm)`);
+      } else if (from !== undefined && to !== undefined && to !== from && declared.has(from)) {
+        if (!declared.get(from)!.includes(to)) problems.push(`${file} (lib/${from}) imports ${target} (lib/${to})`);
       }
       if (fake.has(target) && !fakeUsers.has(file)) problems.push(`${file} imports the fake LLM's ${target}`);
     }
   }
-  return problems;
+  return [...new Set(problems)];
 }
 
 describe("layering of lib/", () => {
-  test("no import cycle, lib/mcp never imports lib/llm, only the testing entry imports the fake LLM", () => {
+  test("no import cycle, each folder imports only what its README allows, lib/mcp never imports lib/llm, only the testing entry imports the fake LLM", () => {
     const edges = libGraph();
     assert.ok(edges.size > 20, `only ${edges.size} files in lib/`);
-    assert.deepEqual(layeringProblems(edges), []);
+    const folders = readdirSync(resolve(repoRoot, "lib"), { withFileTypes: true })
+      .filter((e) => e.isDirectory()).map((e) => e.name).sort();
+    assert.deepEqual(folders, [...LAYERS].sort(), "every folder of lib/ is a layer, every layer a folder");
+    const declared = declaredImports(folders, (path) => {
+      try {
+        return readFileSync(resolve(repoRoot, path), "utf8");
+      } catch {
+        return undefined;
+      }
+    });
+    assert.deepEqual(layeringProblems(edges, declared), []);
   });
 
   test("the checks name what they catch", () => {
     const edges = new Map<string, string[]>([
-      ["lib/a.ts", ["lib/b.ts"]],
-      ["lib/b.ts", ["lib/c.ts"]],
-      ["lib/c.ts", ["lib/a.ts"]],
+      ["lib/util/a.ts", ["lib/util/b.ts"]],
+      ["lib/util/b.ts", ["lib/util/c.ts"]],
+      ["lib/util/c.ts", ["lib/util/a.ts"]],
       ["lib/mcp/x.ts", ["lib/llm/sse.ts"]],
-      ["lib/tool-calls.ts", ["lib/llm/validate.ts"]],
-      ["lib/testing.ts", ["lib/llm/validate.ts", "lib/_fake_llm_wire.ts"]],
-      ["lib/_fake_llm_wire.ts", ["lib/llm/validate.ts"]],
+      ["lib/agent/tool-calls.ts", ["lib/testing/validate.ts"]],
+      ["lib/testing/fake-llm.ts", ["lib/testing/validate.ts", "lib/testing/wire.ts"]],
+      ["lib/testing/wire.ts", ["lib/testing/validate.ts"]],
+      ["lib/hooks/runner.ts", ["lib/agent/loop.ts", "lib/config/config.ts"]],
+      ["lib/loose.ts", []],
+      ["lib/extra/y.ts", []],
     ]);
-    assert.deepEqual(layeringProblems(edges), [
-      "import cycle: lib/a.ts → lib/b.ts → lib/c.ts → lib/a.ts",
+    const declared = new Map<string, string[]>([
+      ["util", []],
+      ["mcp", ["util"]],
+      ["agent", ["util", "hooks"]],
+      ["hooks", ["config", "acp"]],
+      ["testing", ["llm", "nowhere"]],
+    ]);
+    assert.deepEqual(layeringProblems(edges, declared), [
+      "import cycle: lib/util/a.ts → lib/util/b.ts → lib/util/c.ts → lib/util/a.ts",
+      "lib/hooks/README.md allows acp, which is not below it",
+      "lib/testing/README.md names nowhere, which is not a folder of lib/",
       "lib/mcp/x.ts (lib/mcp) imports lib/llm/sse.ts (lib/llm)",
-      "lib/tool-calls.ts imports the fake LLM's lib/llm/validate.ts",
+      "lib/agent/tool-calls.ts (lib/agent) imports lib/testing/validate.ts (lib/testing)",
+      "lib/agent/tool-calls.ts imports the fake LLM's lib/testing/validate.ts",
+      "lib/hooks/runner.ts (lib/hooks) imports lib/agent/loop.ts (lib/agent)",
+      "lib/loose.ts is not in a folder of lib/",
+      "lib/extra/y.ts: lib/extra/ is not one of the layers",
     ]);
+    assert.deepEqual(
+      [
+        ...declaredImports(["util", "mcp", "gone"], (p) =>
+          ({
+            "lib/util/README.md": "# x\n\nMay import: nothing (only each other)\n",
+            "lib/mcp/README.md": "May import: util, conversation, http (never llm)",
+          })[p]).entries(),
+      ],
+      [["util", []], ["mcp", ["util", "conversation", "http"]]],
+    );
   });
 });

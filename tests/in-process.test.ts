@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import { McpServer } from "@modelcontextprotocol/server";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import * as z from "zod";
-import { createAgent } from "../lib/agent.ts";
-import { AgentError } from "../lib/errors.ts";
-import type { AgentEvent } from "../lib/events.ts";
+import { createAgent } from "../lib/agent/agent.ts";
+import { AgentError } from "../lib/util/errors.ts";
+import type { AgentEvent } from "../lib/conversation/events.ts";
 import { inProcessMcp, type InProcessTransport, linkedTransports } from "../lib/mcp/in-process.ts";
 import type { McpExitInfo } from "../lib/mcp/types.ts";
 

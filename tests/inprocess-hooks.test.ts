@@ -6,10 +6,10 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createAgent } from "../lib/agent.ts";
-import type { AgentEvent } from "../lib/events.ts";
-import type { HookCall, InProcessHooks } from "../lib/hooks.ts";
-import type { HistoryItem } from "../lib/types.ts";
+import { createAgent } from "../lib/agent/agent.ts";
+import type { AgentEvent } from "../lib/conversation/events.ts";
+import type { HookCall, InProcessHooks } from "../lib/hooks/runner.ts";
+import type { HistoryItem } from "../lib/conversation/types.ts";
 import { recordingModel } from "./helpers/recording-model.ts";
 
 async function prompt(

@@ -1,7 +1,7 @@
-/** `lib/lines.ts`: newline framing with a size cap that never buffers an oversize line. */
+/** `lib/acp/lines.ts`: newline framing with a size cap that never buffers an oversize line. */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readLines } from "../lib/lines.ts";
+import { readLines } from "../lib/acp/lines.ts";
 
 async function* chunks(...parts: (string | Uint8Array)[]): AsyncGenerator<string | Uint8Array> {
   for (const part of parts) yield part;

@@ -1,9 +1,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { AgentError } from "../lib/errors.ts";
+import { AgentError } from "../lib/util/errors.ts";
 import { createAnthropicModel, toAnthropicMessages } from "../lib/llm/anthropic.ts";
-import { type FakeLlm, type FakeTurn, startFakeLlm, validateAnthropicRequest } from "../lib/testing.ts";
-import type { HistoryItem, LlmRequest, Model, ToolDef } from "../lib/types.ts";
+import { type FakeLlm, type FakeTurn, startFakeLlm, validateAnthropicRequest } from "../lib/testing/fake-llm.ts";
+import type { HistoryItem, LlmRequest, Model, ToolDef } from "../lib/conversation/types.ts";
 
 const KEY = "sk-ant-test-secret-123";
 const FAST = { baseDelayMs: 10, maxDelayMs: 40 };

@@ -5,7 +5,7 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { AgentError } from "../lib/errors.ts";
+import { AgentError } from "../lib/util/errors.ts";
 import { createAnthropicModel } from "../lib/llm/anthropic.ts";
 import { createOpenAiModel } from "../lib/llm/openai.ts";
 import { BUFFERED_ON_LOOPBACK, startFloodServer } from "./helpers/flood-server.ts";

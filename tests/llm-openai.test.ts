@@ -1,9 +1,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { AgentError } from "../lib/errors.ts";
+import { AgentError } from "../lib/util/errors.ts";
 import { createOpenAiModel, toChatMessages } from "../lib/llm/openai.ts";
-import { type FakeLlm, type FakeTurn, startFakeLlm, validateOpenAiRequest } from "../lib/testing.ts";
-import type { HistoryItem, LlmRequest, Model, ToolDef } from "../lib/types.ts";
+import { type FakeLlm, type FakeTurn, startFakeLlm, validateOpenAiRequest } from "../lib/testing/fake-llm.ts";
+import type { HistoryItem, LlmRequest, Model, ToolDef } from "../lib/conversation/types.ts";
 
 const KEY = "sk-openai-test-secret-456";
 const FAST = { baseDelayMs: 10, maxDelayMs: 40 };

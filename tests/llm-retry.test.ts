@@ -1,12 +1,12 @@
 // deno-lint-ignore-file require-await
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { AgentError } from "../lib/errors.ts";
+import { AgentError } from "../lib/util/errors.ts";
 import { AttemptError, backoffDelay, parseRetryAfter, withRetry } from "../lib/llm/retry.ts";
-import { sleep } from "../lib/time.ts";
-import { loadConfig } from "../lib/config.ts";
+import { sleep } from "../lib/util/time.ts";
+import { loadConfig } from "../lib/config/config.ts";
 import { createModel } from "../lib/llm/model.ts";
-import { startFakeLlm } from "../lib/testing.ts";
+import { startFakeLlm } from "../lib/testing/fake-llm.ts";
 
 const noWait = (waits: number[]) => (ms: number) => {
   waits.push(ms);

@@ -1,11 +1,11 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { loadConfig } from "../lib/config.ts";
-import { AgentError } from "../lib/errors.ts";
+import { loadConfig } from "../lib/config/config.ts";
+import { AgentError } from "../lib/util/errors.ts";
 import { createModel } from "../lib/llm/model.ts";
 import { createScriptedModel, expandEnv, loadScript, type ScriptTurn } from "../lib/llm/scripted.ts";
-import { startFakeLlm } from "../lib/testing.ts";
-import type { LlmRequest } from "../lib/types.ts";
+import { startFakeLlm } from "../lib/testing/fake-llm.ts";
+import type { LlmRequest } from "../lib/conversation/types.ts";
 
 const req = (extra: Partial<LlmRequest> = {}): LlmRequest => ({
   system: "",

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { AgentError, isAbortError } from "../lib/errors.ts";
+import { AgentError, isAbortError } from "../lib/util/errors.ts";
 import { connectMcp } from "../lib/mcp/client.ts";
 import { childEnv, findCommand } from "../lib/mcp/stdio.ts";
 import type { McpConnection, McpConnectOptions, McpServerConfig } from "../lib/mcp/types.ts";

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { AgentError } from "../lib/errors.ts";
+import { AgentError } from "../lib/util/errors.ts";
 import { expandVars, objectKeysInOrder, parseMcpConfig, sanitizeServerNames } from "../lib/mcp/config.ts";
 
 const opts = { env: { TOKEN: "t0k", HOME: "/home/u" }, resolvePath: (base: string, rel: string) => `${base}/${rel}` };

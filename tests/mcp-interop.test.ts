@@ -13,7 +13,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { AgentError } from "../lib/errors.ts";
+import { AgentError } from "../lib/util/errors.ts";
 import { connectMcp } from "../lib/mcp/client.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpConnection, McpConnectOptions, McpEra, McpServerConfig } from "../lib/mcp/types.ts";

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { connectMcp } from "../lib/mcp/client.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpConnection, McpEra, McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
-import type { ToolDef } from "../lib/types.ts";
+import type { ToolDef } from "../lib/conversation/types.ts";
 import { runtime } from "./helpers/runtime.ts";
 import { fixtures, startHttpFixture, textOf, tsServer, waitFor } from "./fixtures/mcp/helpers.ts";
 import type { HttpFixture } from "./fixtures/mcp/helpers.ts";

@@ -17,9 +17,9 @@ import {
   TEMPLATE_ID_ERROR,
   validateAnthropicRequest,
   validateOpenAiRequest,
-} from "../lib/testing.ts";
-import type { FakeTurn } from "../lib/testing.ts";
-import type { HistoryItem, LlmRequest, ToolDef } from "../lib/types.ts";
+} from "../lib/testing/fake-llm.ts";
+import type { FakeTurn } from "../lib/testing/fake-llm.ts";
+import type { HistoryItem, LlmRequest, ToolDef } from "../lib/conversation/types.ts";
 import { closeChecked, messagesOf, runPrompt, startSession, withSession } from "./helpers/session.ts";
 
 const TOOL: ToolDef = {

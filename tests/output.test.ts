@@ -1,11 +1,11 @@
 /**
- * lib/output.ts in process: the writer that counts unflushed writes (issue 9, "Output is never
+ * lib/util/output.ts in process: the writer that counts unflushed writes (issue 9, "Output is never
  * lost") against streams that flush late, never or fail, and the console redirection of the ACP
  * mode. The end-to-end proof under each runtime is tests/e2e-output.test.ts.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { FLUSH_TIMEOUT_MS, redirectConsole, trackedOutput } from "../lib/output.ts";
+import { FLUSH_TIMEOUT_MS, redirectConsole, trackedOutput } from "../lib/util/output.ts";
 
 /** A stream that holds each write's callback until `release()`, as a full pipe does. */
 function latePipe() {

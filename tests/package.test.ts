@@ -76,7 +76,7 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
         "mod.ts",
         "testing.ts",
         "cli.ts",
-        "lib/loop.ts",
+        "lib/agent/loop.ts",
         "LICENSE",
         "README.md",
       ]

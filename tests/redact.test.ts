@@ -1,4 +1,4 @@
-/** lib/redact.ts: what is removed from error and warning text (issue 6, guarantee 6). */
+/** lib/util/redact.ts: what is removed from error and warning text (issue 6, guarantee 6). */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
@@ -10,7 +10,7 @@ import {
   redactEvent,
   redactValue,
   referencedSecrets,
-} from "../lib/redact.ts";
+} from "../lib/util/redact.ts";
 
 describe("redact", () => {
   test("every occurrence of a known secret is replaced, the longest first", () => {

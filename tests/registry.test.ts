@@ -6,7 +6,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { createRegistry, type RegistryOptions } from "../lib/mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../lib/mcp/types.ts";
-import type { ToolDef } from "../lib/types.ts";
+import type { ToolDef } from "../lib/conversation/types.ts";
 import {
   fakeConnect,
   FakeRpcError,

@@ -6,8 +6,8 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { FakeLlm, FakeTurn, RecordedRequest } from "../lib/testing.ts";
-import { MAX_HOOK_TEXT_BYTES } from "../lib/hooks.ts";
+import type { FakeLlm, FakeTurn, RecordedRequest } from "../lib/testing/fake-llm.ts";
+import { MAX_HOOK_TEXT_BYTES } from "../lib/hooks/runner.ts";
 import {
   alive,
   eventsOf,

@@ -23,11 +23,11 @@ import {
   startFakeLlm,
   validateAnthropicRequest,
   validateOpenAiRequest,
-} from "../lib/testing.ts";
+} from "../lib/testing/fake-llm.ts";
 import { objectSchema } from "../lib/mcp/registry-tools.ts";
-import { agentOptionsFromEnv } from "../lib/agent-env.ts";
-import { serveAcp } from "../lib/acp.ts";
-import { AgentError } from "../lib/errors.ts";
+import { agentOptionsFromEnv } from "../lib/agent/from-env.ts";
+import { serveAcp } from "../lib/acp/server.ts";
+import { AgentError } from "../lib/util/errors.ts";
 import { type CliRun, fixtureConfig, pool, runCli } from "./helpers/cli.ts";
 import { spawnAgent, stdioFixture } from "./helpers/acp.ts";
 import { messagesOf, toolNamesOf } from "./helpers/session.ts";

@@ -12,11 +12,11 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type FakeLlm, type FakeTurn, startFakeLlm } from "../lib/testing.ts";
+import { type FakeLlm, type FakeTurn, startFakeLlm } from "../lib/testing/fake-llm.ts";
 import { type CliRun, fixtureCalls, fixtureConfig, runCli } from "./helpers/cli.ts";
 import { spawnAgent, stdioFixture } from "./helpers/acp.ts";
 import { messagesOf, startSession } from "./helpers/session.ts";
-import type { AgentEvent, PromptResult } from "../lib/events.ts";
+import type { AgentEvent, PromptResult } from "../lib/conversation/events.ts";
 
 type Wire = "anthropic" | "openai";
 const WIRES: Wire[] = ["anthropic", "openai"];

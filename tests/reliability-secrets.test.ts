@@ -12,7 +12,7 @@ import { createServer, type Server } from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type FakeLlm, type FakeTurn, startFakeLlm } from "../lib/testing.ts";
+import { type FakeLlm, type FakeTurn, startFakeLlm } from "../lib/testing/fake-llm.ts";
 import { fixtureConfig, runCli } from "./helpers/cli.ts";
 import { spawnAgent } from "./helpers/acp.ts";
 import { fixtureCommand } from "./helpers/session.ts";
@@ -189,7 +189,7 @@ describe("guarantee 6: secrets never reach a stdio server's environment", () => 
 });
 
 // Each test has its own fake LLM, files and processes: they run at the same time. Redaction is
-// lib code (lib/redact.ts, tested in-process in redact.test.ts) on text every runtime writes the
+// lib code (lib/util/redact.ts, tested in-process in redact.test.ts) on text every runtime writes the
 // same way: one case per kind of leak runs under every runtime, its variants once (under Bun).
 describe("guarantee 6: secrets never appear in output (cli.ts run)", { concurrency: true }, () => {
   for (const wire of ["anthropic", "openai"] as const) {

@@ -8,7 +8,7 @@
  */
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { FakeTurn } from "../lib/testing.ts";
+import type { FakeTurn } from "../lib/testing/fake-llm.ts";
 import {
   alive,
   eventsOf,

@@ -1,10 +1,10 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { base64DecodedBytes } from "../lib/base64.ts";
+import { base64DecodedBytes } from "../lib/util/base64.ts";
 import { resultText } from "../lib/llm/http.ts";
-import { contentText, formatToolContent, NO_OUTPUT, truncateMiddle } from "../lib/results.ts";
-import type { ResultBlock } from "../lib/types.ts";
-import { byteLength } from "../lib/utf8.ts";
+import { contentText, formatToolContent, NO_OUTPUT, truncateMiddle } from "../lib/conversation/results.ts";
+import type { ResultBlock } from "../lib/conversation/types.ts";
+import { byteLength } from "../lib/util/utf8.ts";
 
 describe("tool results (SPEC section 6.7)", () => {
   test("text blocks are joined with a newline, images kept", () => {

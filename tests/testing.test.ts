@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startFakeLlm, validateAnthropicRequest, validateOpenAiRequest } from "../lib/testing.ts";
+import { startFakeLlm, validateAnthropicRequest, validateOpenAiRequest } from "../lib/testing/fake-llm.ts";
 import { runToExit } from "./helpers/processes.ts";
 import { repoRoot } from "./helpers/runtime.ts";
 

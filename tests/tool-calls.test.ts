@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { INVALID_TOOL_NAME, prepareToolCalls } from "../lib/tool-calls.ts";
-import type { HistoryItem, ToolCall } from "../lib/types.ts";
+import { INVALID_TOOL_NAME, prepareToolCalls } from "../lib/agent/tool-calls.ts";
+import type { HistoryItem, ToolCall } from "../lib/conversation/types.ts";
 
 const call = (id: string, name = "fx__echo"): ToolCall => ({ id, name, arguments: {} });
 const counter = () => {

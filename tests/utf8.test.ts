@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { byteLength, clampUtf8, tailUtf8 } from "../lib/utf8.ts";
+import { byteLength, clampUtf8, tailUtf8 } from "../lib/util/utf8.ts";
 
 describe("utf8", () => {
   test("byteLength counts UTF-8 bytes, a lone surrogate as 3", () => {

@@ -8,7 +8,7 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { startFakeLlm } from "../../lib/testing.ts";
+import { startFakeLlm } from "../../lib/testing/fake-llm.ts";
 import {
   childEnv,
   type Group,

@@ -12,10 +12,10 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { createAgent } from "../../lib/agent.ts";
+import { createAgent } from "../../lib/agent/agent.ts";
 import { connectMcp } from "../../lib/mcp/client.ts";
 import { LEGACY_PROTOCOL_VERSION, type McpServerConfig } from "../../lib/mcp/types.ts";
-import type { HistoryItem, LlmRequest, LlmResponse, Model } from "../../lib/types.ts";
+import type { HistoryItem, LlmRequest, LlmResponse, Model } from "../../lib/conversation/types.ts";
 import { type Group, inRuntime, now, type Row, row } from "../harness.ts";
 
 /** The timings of one N-round prompt, in ms. */

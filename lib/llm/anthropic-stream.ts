@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { LlmResponse, ProviderStop, ToolCall } from "../types.ts";
+import type { LlmResponse, ProviderStop, ToolCall } from "../conversation/types.ts";
 import { clip, errorObjectText, parseArguments } from "./http.ts";
 import { AttemptError, isRetryableStatus } from "./retry.ts";
 import type { SseEvent } from "../http/sse.ts";

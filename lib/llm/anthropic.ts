@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { HistoryItem, LlmRequest, LlmResponse, Model, ResultBlock, ToolCall } from "../types.ts";
+import type { HistoryItem, LlmRequest, LlmResponse, Model, ResultBlock, ToolCall } from "../conversation/types.ts";
 import { fromAnthropicMessage, readAnthropicStream } from "./anthropic-stream.ts";
 import { resultText, sendAttempt, withText } from "./http.ts";
 import { type RetryOptions, withRetry } from "./retry.ts";

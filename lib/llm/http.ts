@@ -8,11 +8,11 @@
 
 import { BodyLimitError, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "../http/body.ts";
 import { AttemptError, isRetryableStatus, parseRetryAfter } from "./retry.ts";
-import { abortReason } from "../time.ts";
+import { abortReason } from "../util/time.ts";
 import { readSse, type SseEvent } from "../http/sse.ts";
-import { headerSecrets, redact } from "../redact.ts";
-import { imageMarker } from "../results.ts";
-import type { ResultBlock } from "../types.ts";
+import { headerSecrets, redact } from "../util/redact.ts";
+import { imageMarker } from "../conversation/results.ts";
+import type { ResultBlock } from "../conversation/types.ts";
 
 /** How one attempt is sent. */
 export interface AttemptRequest {

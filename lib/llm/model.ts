@@ -4,9 +4,9 @@
  */
 
 import { readFileSync } from "node:fs";
-import type { Config } from "../config.ts";
-import { requireProvider } from "../config.ts";
-import type { Model } from "../types.ts";
+import type { Config } from "../config/config.ts";
+import { requireProvider } from "../config/config.ts";
+import type { Model } from "../conversation/types.ts";
 import { createAnthropicModel } from "./anthropic.ts";
 import { createOpenAiModel } from "./openai.ts";
 import type { RetryOptions } from "./retry.ts";

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { randomCallId } from "../call-ids.ts";
-import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../types.ts";
+import { randomCallId } from "../conversation/call-ids.ts";
+import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../conversation/types.ts";
 import { clip, errorObjectText, parseArguments, resultText, sendAttempt, withText } from "./http.ts";
 import { AttemptError, type RetryOptions, withRetry } from "./retry.ts";
 import type { SseEvent } from "../http/sse.ts";
@@ -211,7 +211,7 @@ interface PartialCall {
  * - Deltas with no `index` at all (Ollama before 0.4.7, ollama/ollama#7881): an id seen before
  *   continues that call, a new id starts a new call, a delta without id continues the current one.
  * `arguments` sent as a JSON object instead of a string is taken as the arguments. A call
- * without an id gets 9 random letters and digits (`lib/call-ids.ts`).
+ * without an id gets 9 random letters and digits (`lib/conversation/call-ids.ts`).
  * @throws {AttemptError} for an error chunk (retryable unless it is an invalid request) and
  *   for a stream that ends before any `finish_reason` (retryable)
  */

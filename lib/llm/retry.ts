@@ -6,8 +6,8 @@
  * @module
  */
 
-import { AgentError } from "../errors.ts";
-import { abortReason, sleep } from "../time.ts";
+import { AgentError } from "../util/errors.ts";
+import { abortReason, sleep } from "../util/time.ts";
 
 /** SPEC section 9: at most 4 attempts. */
 export const MAX_ATTEMPTS = 4;

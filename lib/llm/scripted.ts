@@ -5,10 +5,10 @@
  */
 
 import process from "node:process";
-import { type Env, expandVars } from "../env.ts";
-import { sleep } from "../time.ts";
-import { abortError, AgentError } from "../errors.ts";
-import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../types.ts";
+import { type Env, expandVars } from "../util/env.ts";
+import { sleep } from "../util/time.ts";
+import { abortError, AgentError } from "../util/errors.ts";
+import type { HistoryItem, LlmRequest, LlmResponse, Model, ProviderStop, ToolCall } from "../conversation/types.ts";
 
 /**
  * One scripted LLM response (SPEC section 11).

@@ -16,7 +16,7 @@
  * @module
  */
 
-import { abortError, AgentError } from "../errors.ts";
+import { abortError, AgentError } from "../util/errors.ts";
 import { Connection } from "./connection.ts";
 import type { McpConnection, McpConnectOptions, McpServerConfig } from "./types.ts";
 

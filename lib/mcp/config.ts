@@ -4,8 +4,8 @@
  * @module
  */
 
-import { AgentError } from "../errors.ts";
-import { type Env, expandVars } from "../env.ts";
+import { AgentError } from "../util/errors.ts";
+import { type Env, expandVars } from "../util/env.ts";
 import type { McpServerConfig } from "./types.ts";
 
 export { expandVars };

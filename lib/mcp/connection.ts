@@ -6,7 +6,7 @@
  */
 
 import process from "node:process";
-import { AgentError, isAbortError } from "../errors.ts";
+import { AgentError, isAbortError } from "../util/errors.ts";
 import {
   decodeResult,
   initializeLegacy,
@@ -19,7 +19,7 @@ import {
 } from "./era.ts";
 import type { Probe } from "./era.ts";
 import { HttpTransport } from "./http.ts";
-import { formatSeconds } from "../time.ts";
+import { formatSeconds } from "../util/time.ts";
 import { JsonRpcError, JsonRpcPeer } from "./jsonrpc.ts";
 import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
 import { ToolListChanges } from "./list-changes.ts";

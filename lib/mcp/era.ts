@@ -8,11 +8,11 @@
  * @module
  */
 
-import { AgentError } from "../errors.ts";
+import { AgentError } from "../util/errors.ts";
 import { PROTOCOL_VERSION_META_KEY } from "./http.ts";
 import { HEADER_MISMATCH, JsonRpcError, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
 import type { JsonRpcPeer } from "./jsonrpc.ts";
-import { AGENT_NAME, VERSION } from "../version.ts";
+import { AGENT_NAME, VERSION } from "../util/version.ts";
 import { LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from "./types.ts";
 import type { McpEra, McpServerConfig } from "./types.ts";
 

@@ -6,11 +6,11 @@
  * @module
  */
 
-import { AgentError } from "../errors.ts";
+import { AgentError } from "../util/errors.ts";
 import { MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "../http/body.ts";
 import { readSse } from "../http/sse.ts";
-import { headerSecrets, redact } from "../redact.ts";
-import { sleep } from "../time.ts";
+import { headerSecrets, redact } from "../util/redact.ts";
+import { sleep } from "../util/time.ts";
 import { JsonRpcError } from "./jsonrpc.ts";
 import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
 import type { HttpServerConfig } from "./types.ts";

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { AgentError } from "../errors.ts";
+import { AgentError } from "../util/errors.ts";
 import { connectMcp } from "./client.ts";
 import { Connection } from "./connection.ts";
 import type { InProcessTransport, McpConnection, McpConnectOptions, McpServerConfig } from "./types.ts";

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { abortError, AgentError } from "../errors.ts";
-import { formatSeconds } from "../time.ts";
+import { abortError, AgentError } from "../util/errors.ts";
+import { formatSeconds } from "../util/time.ts";
 
 /** A JSON-RPC request or response id. */
 export type JsonRpcId = number | string;

@@ -10,8 +10,8 @@
  * @module
  */
 
-import { AgentError, isAbortError } from "../errors.ts";
-import { formatSeconds, withTimeout } from "../time.ts";
+import { AgentError, isAbortError } from "../util/errors.ts";
+import { formatSeconds, withTimeout } from "../util/time.ts";
 import type { JsonRpcId, JsonRpcPeer } from "./jsonrpc.ts";
 
 /**

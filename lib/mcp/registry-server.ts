@@ -4,8 +4,8 @@
  * @module
  */
 
-import { AgentError } from "../errors.ts";
-import { formatSeconds } from "../time.ts";
+import { AgentError } from "../util/errors.ts";
+import { formatSeconds } from "../util/time.ts";
 import type { McpConnection, McpConnectOptions, McpExitInfo, McpServerConfig, McpTool } from "./types.ts";
 
 /** Where a server stands: `dead` servers restart on their next tool use, `exhausted` ones never. */

@@ -6,11 +6,11 @@
  */
 
 import { createHash } from "node:crypto";
-import type { ResultBlock } from "../types.ts";
+import type { ResultBlock } from "../conversation/types.ts";
 import type { CallToolResult, ToolOutcome } from "./types.ts";
 
-import { base64DecodedBytes } from "../base64.ts";
-import { clampUtf8 } from "../utf8.ts";
+import { base64DecodedBytes } from "../util/base64.ts";
+import { clampUtf8 } from "../util/utf8.ts";
 
 /**
  * The tool names both LLM APIs accept (SPEC section 5.1): 1 to 64 of `[a-zA-Z0-9_-]`. Names

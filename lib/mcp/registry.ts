@@ -5,9 +5,9 @@
  * @module
  */
 
-import { AgentError, isAbortError } from "../errors.ts";
-import { formatSeconds, sleep } from "../time.ts";
-import type { ToolDef } from "../types.ts";
+import { AgentError, isAbortError } from "../util/errors.ts";
+import { formatSeconds, sleep } from "../util/time.ts";
+import type { ToolDef } from "../conversation/types.ts";
 import { connectMcp } from "./client.ts";
 import { exitText, messageOf, ServerHandle, type ServerHandleOptions } from "./registry-server.ts";
 import { objectSchema, toolDescription, ToolNames, toolOutcome } from "./registry-tools.ts";

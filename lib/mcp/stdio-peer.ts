@@ -6,8 +6,8 @@
  * @module
  */
 
-import { AgentError } from "../errors.ts";
-import { withTimeout } from "../time.ts";
+import { AgentError } from "../util/errors.ts";
+import { withTimeout } from "../util/time.ts";
 import { INVALID_REQUEST } from "./jsonrpc.ts";
 import type { JsonRpcMessage, JsonRpcPeer } from "./jsonrpc.ts";
 import { spawnStdio } from "./stdio.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { AgentError } from "../errors.ts";
+import { AgentError } from "../util/errors.ts";
 import { toolsTtlMs } from "./list-changes.ts";
 import type { McpTool } from "./types.ts";
 

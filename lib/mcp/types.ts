@@ -260,7 +260,7 @@ export interface McpConnection {
 /** A tool call's outcome as the loop sees it: content mapped to history blocks, not yet truncated. */
 export interface ToolOutcome {
   /** Text and image blocks; other MCP content becomes text markers (`[resource: uri]`). */
-  content: import("../types.ts").ResultBlock[];
+  content: import("../conversation/types.ts").ResultBlock[];
   /** True for an `isError` result and for every failure turned into data (SPEC section 6.8). */
   isError: boolean;
 }
@@ -268,14 +268,14 @@ export interface ToolOutcome {
 /**
  * All of a session's servers behind one surface (`lib/mcp/registry.ts`): names and limits
  * (SPEC section 5), list changes, lazy restart (SPEC section 6.10). The loop and the hook
- * runner (`lib/hooks.ts`) use only this.
+ * runner (`lib/hooks/runner.ts`) use only this.
  */
 export interface ToolRegistry {
   /**
    * The LLM-visible tools for the next round, hooks removed, qualified and mapped names,
    * limits applied. Re-lists servers that announced a change first.
    */
-  listTools(): Promise<import("../types.ts").ToolDef[]>;
+  listTools(): Promise<import("../conversation/types.ts").ToolDef[]>;
   /**
    * Calls an LLM-visible tool by the name the LLM used. Never throws for tool, server or
    * transport failures: they come back as `isError` outcomes with a clear message

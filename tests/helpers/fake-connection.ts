@@ -6,7 +6,7 @@
  * @module
  */
 
-import { abortError, AgentError } from "../../lib/errors.ts";
+import { abortError, AgentError } from "../../lib/util/errors.ts";
 import type {
   CallToolResult,
   McpConnection,

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { type FakeLlm, type FakeTurn, type RecordedRequest, startFakeLlm } from "../../lib/testing.ts";
+import { type FakeLlm, type FakeTurn, type RecordedRequest, startFakeLlm } from "../../lib/testing/fake-llm.ts";
 import { alive, type HttpFixture, startHttpCommand } from "../fixtures/mcp/helpers.ts";
 import { repoRoot } from "./runtime.ts";
 import type { CliRun as Run } from "./cli.ts";

@@ -4,7 +4,7 @@
  * injected hook pairs, handoff summaries).
  * @module
  */
-import type { HistoryItem } from "../../lib/types.ts";
+import type { HistoryItem } from "../../lib/conversation/types.ts";
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 

@@ -3,7 +3,7 @@
  * an `end_turn` with no text and no calls) and records a copy of the history of every request.
  * Past the last turn it rejects, naming how many there were.
  */
-import type { HistoryItem, LlmResponse, Model } from "../../lib/types.ts";
+import type { HistoryItem, LlmResponse, Model } from "../../lib/conversation/types.ts";
 
 /** A model that answers `turns` in order and records the history of every request in `seen`. */
 export function recordingModel(turns: Array<Partial<LlmResponse>>): Model & { seen: HistoryItem[][] } {

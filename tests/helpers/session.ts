@@ -8,10 +8,10 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { loadConfig } from "../../lib/config.ts";
-import type { AgentEvent, PromptResult } from "../../lib/events.ts";
+import { loadConfig } from "../../lib/config/config.ts";
+import type { AgentEvent, PromptResult } from "../../lib/conversation/events.ts";
 import { createModel } from "../../lib/llm/model.ts";
-import { AgentSession } from "../../lib/loop.ts";
+import { AgentSession } from "../../lib/agent/loop.ts";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import { inProcessMcp, type InProcessTransport } from "../../lib/mcp/in-process.ts";
 import { createRegistry } from "../../lib/mcp/registry.ts";
@@ -22,7 +22,7 @@ import {
   type FakeTurn,
   type RecordedRequest,
   startFakeLlm,
-} from "../../lib/testing.ts";
+} from "../../lib/testing/fake-llm.ts";
 import { fixtureFactory } from "../fixtures/agent-server-tools.ts";
 import { repoRoot, runtime, tsCommand } from "./runtime.ts";
 

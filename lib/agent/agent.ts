@@ -1,21 +1,21 @@
 /**
  * The front door: {@link createAgent} builds a ready agent (one session, its model and its MCP
- * servers, one session id for all) from plain options (`lib/agent-options.ts`);
- * `agentOptionsFromEnv` (`lib/agent-env.ts`) reads those options from the environment.
- * `cli.ts` and `lib/acp.ts` are built on the two.
+ * servers, one session id for all) from plain options (`lib/agent/options.ts`);
+ * `agentOptionsFromEnv` (`lib/agent/from-env.ts`) reads those options from the environment.
+ * `cli.ts` and `lib/acp/server.ts` are built on the two.
  * @module
  */
 
 import process from "node:process";
-import { abortError, AgentError } from "./errors.ts";
-import { agentConfig, type AgentOptions, inProcessHooks, isModel, modelFrom, serverList } from "./agent-options.ts";
-import type { AgentEvent } from "./events.ts";
-import { hookSetupWarnings } from "./hook-check.ts";
+import { abortError, AgentError } from "../util/errors.ts";
+import { agentConfig, type AgentOptions, inProcessHooks, isModel, modelFrom, serverList } from "./options.ts";
+import type { AgentEvent } from "../conversation/events.ts";
+import { hookSetupWarnings } from "../hooks/check.ts";
 import { AgentSession, type PromptRun } from "./loop.ts";
-import { inProcessMcp } from "./mcp/in-process.ts";
-import { createRegistry, type RegistryFailure } from "./mcp/registry.ts";
-import type { ToolRegistry } from "./mcp/types.ts";
-import type { HistoryItem } from "./types.ts";
+import { inProcessMcp } from "../mcp/in-process.ts";
+import { createRegistry, type RegistryFailure } from "../mcp/registry.ts";
+import type { ToolRegistry } from "../mcp/types.ts";
+import type { HistoryItem } from "../conversation/types.ts";
 
 /**
  * A ready agent: one conversation (history, `_Stop` budget, compaction count) with its model

@@ -1,8 +1,8 @@
 /**
  * The hook points: every lifecycle event the agent calls MCP hook tools at, in one table
- * (SPEC sections 1, 2.3, 7, 7.5 and 8.4). The hook runner (`hooks.ts`) takes the `_meta` event
- * name and the effect from here; the loop (`loop.ts`), the compactor (`compactor.ts`) and the
- * agent (`agent.ts`) each fire their point at one call site, through `HookRunner.fire`.
+ * (SPEC sections 1, 2.3, 7, 7.5 and 8.4). The hook runner (`runner.ts`) takes the `_meta` event
+ * name and the effect from here; the loop (`../agent/loop.ts`), the compactor (`../context/compactor.ts`) and the
+ * agent (`../agent/agent.ts`) each fire their point at one call site, through `HookRunner.fire`.
  *
  * Adding an event means: its name in {@link HookName} and its row here, one
  * `hooks.fire(name, hookMeta(…), …)` at the place in the loop the row names, and the SPEC
@@ -46,6 +46,12 @@ export interface HookPoint {
   readonly effect: HookEffect;
   /** The step of the loop that fires it (the method that holds the call site). */
   readonly where: string;
+  /**
+   * The agent event that already shows this point's output to people, if any: `"compaction"`
+   * (the `compaction` event names the servers that injected). The CLI prints no line of its
+   * own for such a point's `hook` events.
+   */
+  readonly reportedBy?: "compaction";
 }
 
 /**
@@ -61,7 +67,7 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
       "A response ends the turn (`end_turn`), the previous round was not an objection and the session has objections left.",
     input: "`round`: the round whose response ended the turn.",
     effect: "objection",
-    where: "AgentSession#stopGate (lib/loop.ts), after the model call of the round",
+    where: "AgentSession#stopGate (lib/agent/loop.ts), after the model call of the round",
   },
   _PostCompact: {
     event: "PostCompact",
@@ -69,7 +75,8 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
       "A compaction by summary has built the fresh context (never after a truncation, never when the summary is discarded).",
     input: "`round`: the round about to be sent.",
     effect: "injection",
-    where: "Compactor#summarise (lib/compactor.ts), in AgentSession#compact at the start of a round",
+    where: "Compactor#summarise (lib/context/compactor.ts), in AgentSession#compact at the start of a round",
+    reportedBy: "compaction",
   },
   _SessionStart: {
     event: "SessionStart",
@@ -77,14 +84,14 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
     input: "`round`: 0; `prompt`: 0 (no prompt yet).",
     effect: "injection",
     where:
-      "AgentSession#start (lib/loop.ts), called by createAgent (lib/agent.ts); the items wait for the first prompt",
+      "AgentSession#start (lib/agent/loop.ts), called by createAgent (lib/agent/agent.ts); the items wait for the first prompt",
   },
   _UserPromptSubmit: {
     event: "UserPromptSubmit",
     when: "A prompt was submitted: before its first round is sent (every prompt).",
     input: "`round`: 1, the round about to be sent; `prompt`: this prompt's number.",
     effect: "injection",
-    where: "AgentSession#run (lib/loop.ts), after the user item is added",
+    where: "AgentSession#run (lib/agent/loop.ts), after the user item is added",
   },
   _SessionEnd: {
     event: "SessionEnd",
@@ -92,7 +99,7 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
       "The session closes (`Agent.close`: the CLI's exit, an ACP `session/close` or shutdown), before its servers are closed.",
     input: "`round`: 0; `prompt`: the number of prompts the session ran.",
     effect: "log",
-    where: "AgentSession#end (lib/loop.ts), called by Agent.close (lib/agent.ts)",
+    where: "AgentSession#end (lib/agent/loop.ts), called by Agent.close (lib/agent/agent.ts)",
   },
 };
 

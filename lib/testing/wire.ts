@@ -1,10 +1,10 @@
 /**
- * Private to `lib/testing.ts`: the fake LLM's answers encoded in each wire format (Anthropic
+ * Private to `lib/testing/fake-llm.ts`: the fake LLM's answers encoded in each wire format (Anthropic
  * Messages events and JSON, Chat Completions chunks and JSON), as the real APIs send them.
  * @module
  */
 
-import { fakeRedactedThinkingData, fakeThinkingSignature } from "./llm/validate.ts";
+import { fakeRedactedThinkingData, fakeThinkingSignature } from "./validate.ts";
 
 /**
  * How one normal response streams.

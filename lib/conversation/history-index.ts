@@ -19,7 +19,7 @@
  */
 
 import type { HistoryItem } from "./types.ts";
-import { byteLength } from "./utf8.ts";
+import { byteLength } from "../util/utf8.ts";
 
 /** UTF-8 bytes of `JSON.stringify(item)` per item object; items are never changed in place. */
 const itemSizes = new WeakMap<object, number>();

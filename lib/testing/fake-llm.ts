@@ -10,7 +10,7 @@ import { Buffer } from "node:buffer";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { setImmediate } from "node:timers";
 import type { Socket } from "node:net";
-import { strictTemplateProblems, validateAnthropicRequest, validateOpenAiRequest } from "./llm/validate.ts";
+import { strictTemplateProblems, validateAnthropicRequest, validateOpenAiRequest } from "./validate.ts";
 import {
   anthropicEvents,
   anthropicJson,
@@ -21,9 +21,9 @@ import {
   type Piece,
   streamErrorEvents,
   type StreamShape,
-} from "./_fake_llm_wire.ts";
+} from "./wire.ts";
 
-export type { FakeReply, FakeStreamError, StreamShape } from "./_fake_llm_wire.ts";
+export type { FakeReply, FakeStreamError, StreamShape } from "./wire.ts";
 
 export {
   EMPTY_ASSISTANT_ERROR,
@@ -33,8 +33,8 @@ export {
   TEMPLATE_ID_ERROR,
   validateAnthropicRequest,
   validateOpenAiRequest,
-} from "./llm/validate.ts";
-export { createScriptedModel, type ScriptedOptions, type ScriptTurn } from "./llm/scripted.ts";
+} from "./validate.ts";
+export { createScriptedModel, type ScriptedOptions, type ScriptTurn } from "../llm/scripted.ts";
 export type {
   HistoryItem,
   LlmRequest,
@@ -45,7 +45,7 @@ export type {
   ToolCall,
   ToolDef,
   Usage,
-} from "./types.ts";
+} from "../conversation/types.ts";
 
 /**
  * An HTTP error: `retryAfter` in seconds (or an HTTP date); `body` replaces the API-style error body.

@@ -6,23 +6,23 @@
  * @module
  */
 
-import { numberedCallId, unusedId, usedCallIds } from "./call-ids.ts";
-import { hooksEnabledFor, type HookServers } from "./config.ts";
-import { AgentError } from "./errors.ts";
-import type { AgentEvent, HookOutcome } from "./events.ts";
-import type { CallToolResult, ToolRegistry } from "./mcp/types.ts";
-import { TRUNCATED_MARKER } from "./mcp/registry-tools.ts";
-import { formatSeconds } from "./time.ts";
-import { HOOK_POINTS, type HookContext, type HookMeta, type HookName } from "./hook-points.ts";
-import { clampUtf8 } from "./utf8.ts";
-import type { HistoryItem } from "./types.ts";
+import { numberedCallId, unusedId, usedCallIds } from "../conversation/call-ids.ts";
+import { hooksEnabledFor, type HookServers } from "../config/config.ts";
+import { AgentError } from "../util/errors.ts";
+import type { AgentEvent, HookOutcome } from "../conversation/events.ts";
+import type { CallToolResult, ToolRegistry } from "../mcp/types.ts";
+import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
+import { formatSeconds } from "../util/time.ts";
+import { HOOK_POINTS, type HookContext, type HookMeta, type HookName } from "./points.ts";
+import { clampUtf8 } from "../util/utf8.ts";
+import type { HistoryItem } from "../conversation/types.ts";
 
 /** Largest hook text kept, in UTF-8 bytes (SPEC section 4.3). */
 export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
 /** Consecutive hook timeouts after which a server is killed (SPEC section 4.4). */
 export const HOOK_TIMEOUTS_BEFORE_KILL = 2;
 
-export type { HookContext, HookMeta, HookName } from "./hook-points.ts";
+export type { HookContext, HookMeta, HookName } from "./points.ts";
 
 /**
  * What an in-process hook function receives: the `_meta["sprout-agent/hook"]` object an MCP

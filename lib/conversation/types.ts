@@ -28,7 +28,7 @@ export type ProviderStop = "end_turn" | "tool_use" | "max_tokens" | "refusal" | 
  * const call: ToolCall = { id: "call_1", name: "fs__read", arguments: { path: "a.txt" } };
  */
 export interface ToolCall {
-  /** Provider id (`toolu_…`, `call_…`) or one the agent minted: 9 letters and digits (`hook00001`, `call00001`; `lib/call-ids.ts`). */
+  /** Provider id (`toolu_…`, `call_…`) or one the agent minted: 9 letters and digits (`hook00001`, `call00001`; `lib/conversation/call-ids.ts`). */
   id: string;
   /** The name the LLM sees: qualified and mapped (SPEC section 5). */
   name: string;

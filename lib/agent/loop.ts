@@ -6,18 +6,18 @@
  */
 
 import process from "node:process";
-import type { Config } from "./config.ts";
-import { AgentError, isAbortError } from "./errors.ts";
-import { type AgentEvent, NO_REFUSAL_EXPLANATION, type PromptResult } from "./events.ts";
-import { type HookContext, hookMeta, MAX_HOOK_CONTEXT_TEXT_BYTES } from "./hook-points.ts";
-import { HookRunner, type InProcessHooks } from "./hooks.ts";
-import { TRUNCATED_MARKER } from "./mcp/registry-tools.ts";
-import { clampUtf8 } from "./utf8.ts";
-import type { ToolRegistry } from "./mcp/types.ts";
-import { type EventStream, eventStream } from "./stream.ts";
+import type { Config } from "../config/config.ts";
+import { AgentError, isAbortError } from "../util/errors.ts";
+import { type AgentEvent, NO_REFUSAL_EXPLANATION, type PromptResult } from "../conversation/events.ts";
+import { type HookContext, hookMeta, MAX_HOOK_CONTEXT_TEXT_BYTES } from "../hooks/points.ts";
+import { HookRunner, type InProcessHooks } from "../hooks/runner.ts";
+import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
+import { clampUtf8 } from "../util/utf8.ts";
+import type { ToolRegistry } from "../mcp/types.ts";
+import { type EventStream, eventStream } from "../util/stream.ts";
 import { prepareToolCalls, runToolCalls } from "./tool-calls.ts";
-import type { HistoryItem, LlmResponse, Model, StopReason, ToolCall, ToolDef, Usage } from "./types.ts";
-import { Compactor } from "./compactor.ts";
+import type { HistoryItem, LlmResponse, Model, StopReason, ToolCall, ToolDef, Usage } from "../conversation/types.ts";
+import { Compactor } from "../context/compactor.ts";
 
 /** At most this many tool calls of one response are kept (SPEC section 6.6). */
 export const MAX_TOOL_CALLS_PER_RESPONSE = 64;
@@ -94,7 +94,7 @@ export class AgentSession {
   /**
    * The conversation so far; valid for the next request after every prompt (SPEC section 6).
    * Change it between prompts only, by replacing, adding or removing items, never by editing
-   * an item in place: each item's size is measured once (`lib/history-index.ts`).
+   * an item in place: each item's size is measured once (`lib/conversation/history-index.ts`).
    */
   readonly history: HistoryItem[] = [];
   /** `_Stop` objections used in this session (never reset; SPEC section 7.2). */
@@ -374,7 +374,7 @@ export class AgentSession {
   }
 
   /**
-   * The `_Stop` hook point (SPEC section 7, lib/hook-points.ts): an objection injects its
+   * The `_Stop` hook point (SPEC section 7, lib/hooks/points.ts): an objection injects its
    * text and the prompt goes on; no objection, an objection in the round before (unless
    * `stopDeclinedTwice` is off), or an exhausted budget ends the turn.
    */

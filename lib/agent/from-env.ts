@@ -4,10 +4,10 @@
  * @module
  */
 
-import type { AgentLimits, AgentOptions, ModelOptions } from "./agent-options.ts";
-import { isModel } from "./agent-options.ts";
-import { loadConfig, requireProvider } from "./config.ts";
-import { loadScript } from "./llm/scripted.ts";
+import type { AgentLimits, AgentOptions, ModelOptions } from "./options.ts";
+import { isModel } from "./options.ts";
+import { loadConfig, requireProvider } from "../config/config.ts";
+import { loadScript } from "../llm/scripted.ts";
 
 /**
  * Reads the documented environment variables (SPEC section 9, the README's configuration
@@ -69,7 +69,7 @@ export function agentOptionsFromEnv(
   };
 }
 
-/** The API keys of `options` (for redaction), in the shape `configSecrets` of `lib/redact.ts` takes. */
+/** The API keys of `options` (for redaction), in the shape `configSecrets` of `lib/util/redact.ts` takes. */
 export function optionKeys(
   options: Pick<AgentOptions, "model">,
 ): { anthropic: { apiKey: string | undefined }; openai: { apiKey: string | undefined } } {

@@ -1,7 +1,7 @@
 /**
  * Context compaction (handoff), the pure parts: the budget estimate, the threshold, the summary
  * request, the fresh context and the truncation fallback (SPEC section 8). No I/O: the loop
- * (`lib/loop.ts`) sends the summary request, calls `_PostCompact` and emits the event.
+ * (`lib/agent/loop.ts`) sends the summary request, calls `_PostCompact` and emits the event.
  *
  * @example
  * const baseline = new UsageBaseline();
@@ -15,10 +15,10 @@
  * @module
  */
 
-import { historyIndex, historyItemBytes } from "./history-index.ts";
-import { imageMarker } from "./results.ts";
-import type { HistoryItem, ResultBlock, ToolDef } from "./types.ts";
-import { byteLength, clampUtf8 } from "./utf8.ts";
+import { historyIndex, historyItemBytes } from "../conversation/history-index.ts";
+import { imageMarker } from "../conversation/results.ts";
+import type { HistoryItem, ResultBlock, ToolDef } from "../conversation/types.ts";
+import { byteLength, clampUtf8 } from "../util/utf8.ts";
 
 /** Upper limit of the summary's output tokens (SPEC section 8.2). */
 export const SUMMARY_MAX_OUTPUT_TOKENS = 8192;
@@ -51,7 +51,7 @@ export function tokenThreshold(ctx: number, out: number): number {
 /**
  * Size of a history in bytes: the UTF-8 length of `JSON.stringify(history)` (SPEC section 8.1;
  * 1 byte counts as 1 token). The tools and the system prompt are not included: see
- * {@link requestOverheadBytes}. Kept incrementally per history array (`lib/history-index.ts`):
+ * {@link requestOverheadBytes}. Kept incrementally per history array (`lib/conversation/history-index.ts`):
  * only items not measured before are serialised, so measuring a growing history each round
  * costs the same at round 1000 as at round 1. Items must not be changed in place.
  * @example historyBytes([{ role: "user", text: "hi" }]) // 30

@@ -3,10 +3,10 @@
  * @module
  */
 
-import type { Env } from "./env.ts";
-import { AgentError } from "./errors.ts";
-import { headerProblem } from "./mcp/config.ts";
-import { redact } from "./redact.ts";
+import type { Env } from "../util/env.ts";
+import { AgentError } from "../util/errors.ts";
+import { headerProblem } from "../mcp/config.ts";
+import { redact } from "../util/redact.ts";
 
 /** The longest delay a timer can wait (2^31 - 1 ms, about 24.8 days); longer ones fire at once. */
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -217,7 +217,7 @@ export function serverStderrShown(env: Env, fallback: boolean): boolean {
   throw new AgentError("config", `Invalid SPROUT_AGENT_SERVER_STDERR: ${JSON.stringify(raw)} must be show or hide`);
 }
 
-export type { Env } from "./env.ts";
+export type { Env } from "../util/env.ts";
 
 function integer(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { headerProblem, MAX_SERVERS, sanitizeServerNames } from "./mcp/config.ts";
-import type { McpServerConfig } from "./mcp/types.ts";
+import { headerProblem, MAX_SERVERS, sanitizeServerNames } from "../mcp/config.ts";
+import type { McpServerConfig } from "../mcp/types.ts";
 
 /** JSON-RPC error codes used on the wire. */
 export const RPC_ERRORS = {

@@ -1,23 +1,23 @@
 /**
- * The options of `createAgent` (`lib/agent.ts`) and their checking: which model, which MCP
+ * The options of `createAgent` (`lib/agent/agent.ts`) and their checking: which model, which MCP
  * servers, the hook allowlist and every limit, each optional with its SPEC default; and how they
  * become the loop's {@link Config}, a {@link Model} and a server list. Errors name the option.
  * @module
  */
 
 import { resolve } from "node:path";
-import { type Config, type HookServers, isHttpUrl, loadConfig, MAX_TIMER_MS } from "./config.ts";
-import { AgentError } from "./errors.ts";
-import type { AgentEvent } from "./events.ts";
-import { HOOK_POINTS } from "./hook-points.ts";
-import type { InProcessHooks } from "./hooks.ts";
-import { createAnthropicModel, MIN_THINKING_BUDGET_TOKENS } from "./llm/anthropic.ts";
-import { createOpenAiModel } from "./llm/openai.ts";
-import { createScriptedModel, parseScript, type ScriptTurn } from "./llm/scripted.ts";
-import { headerProblem, parseMcpConfig, SERVER_NAME_PATTERN } from "./mcp/config.ts";
-import type { InProcessServer } from "./mcp/in-process.ts";
-import type { McpEra, McpServerConfig } from "./mcp/types.ts";
-import type { Model } from "./types.ts";
+import { type Config, type HookServers, isHttpUrl, loadConfig, MAX_TIMER_MS } from "../config/config.ts";
+import { AgentError } from "../util/errors.ts";
+import type { AgentEvent } from "../conversation/events.ts";
+import { HOOK_POINTS } from "../hooks/points.ts";
+import type { InProcessHooks } from "../hooks/runner.ts";
+import { createAnthropicModel, MIN_THINKING_BUDGET_TOKENS } from "../llm/anthropic.ts";
+import { createOpenAiModel } from "../llm/openai.ts";
+import { createScriptedModel, parseScript, type ScriptTurn } from "../llm/scripted.ts";
+import { headerProblem, parseMcpConfig, SERVER_NAME_PATTERN } from "../mcp/config.ts";
+import type { InProcessServer } from "../mcp/in-process.ts";
+import type { McpEra, McpServerConfig } from "../mcp/types.ts";
+import type { Model } from "../conversation/types.ts";
 
 /**
  * Which LLM to talk to, as plain data: the Anthropic Messages API, any Chat Completions

@@ -1,6 +1,6 @@
 /**
  * What the real LLM APIs reject, as checks on a request body: used by the fake LLM server of
- * `lib/testing.ts` (which answers 400 like the real API) and by tests asserting that every
+ * `lib/testing/fake-llm.ts` (which answers 400 like the real API) and by tests asserting that every
  * request the agent sent was valid (SPEC section 6, "History invariants").
  *
  * Messages quote the APIs' own error texts where they are known (as reported in public issue

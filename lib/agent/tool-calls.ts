@@ -4,14 +4,14 @@
  * @module
  */
 
-import { numberedCallId, unusedId } from "./call-ids.ts";
-import { isAbortError } from "./errors.ts";
-import type { AgentEvent } from "./events.ts";
-import { TOOL_NAME_PATTERN } from "./mcp/registry-tools.ts";
-import type { ToolOutcome, ToolRegistry } from "./mcp/types.ts";
-import { historyIndex } from "./history-index.ts";
-import { contentText, formatToolContent } from "./results.ts";
-import type { HistoryItem, LlmResponse, ToolCall } from "./types.ts";
+import { numberedCallId, unusedId } from "../conversation/call-ids.ts";
+import { isAbortError } from "../util/errors.ts";
+import type { AgentEvent } from "../conversation/events.ts";
+import { TOOL_NAME_PATTERN } from "../mcp/registry-tools.ts";
+import type { ToolOutcome, ToolRegistry } from "../mcp/types.ts";
+import { historyIndex } from "../conversation/history-index.ts";
+import { contentText, formatToolContent } from "../conversation/results.ts";
+import type { HistoryItem, LlmResponse, ToolCall } from "../conversation/types.ts";
 
 /** The name kept in history for a tool call whose name no LLM API accepts. */
 export const INVALID_TOOL_NAME = "invalid_tool_name";
@@ -31,13 +31,13 @@ export interface PreparedCalls {
  * Makes a response's tool calls safe for history. Some compatible servers send ids that
  * repeat (`call_0` on every turn), exceed 40 characters or hold other characters: those get a
  * fresh id `call<n in base 62>` of exactly 9 letters and digits (`call00001`, see
- * `lib/call-ids.ts`: the only form strict chat templates accept), `n` from `newId`, unique
+ * `lib/conversation/call-ids.ts`: the only form strict chat templates accept), `n` from `newId`, unique
  * within the history. Provider ids that are legal are kept as sent. A name no API accepts would make every later
  * request fail: it is kept as {@link INVALID_TOOL_NAME} and answered `unknown tool: "<name>"`
  * (SPEC section 2.2). Arguments that were not a JSON object (`response.argumentErrors`) are
  * answered with that error instead of running the tool.
  * @param history the session's history, whose ids must not be reused (looked up in its
- *   incremental index, `lib/history-index.ts`, so the cost does not grow with the history)
+ *   incremental index, `lib/conversation/history-index.ts`, so the cost does not grow with the history)
  * @param newId returns a new number for each fresh id
  * @example
  * prepareToolCalls({ toolCalls: [{ id: "call_0", name: "fs__read", arguments: {} }] }, history, () => ++n)

@@ -6,12 +6,12 @@
  * @module
  */
 
-import { hooksEnabledFor, type HookServers } from "./config.ts";
-import { HOOK_TIMEOUTS_BEFORE_KILL, HookRunner } from "./hooks.ts";
-import { HOOK_POINTS, type HookMeta, hookMeta, type HookName } from "./hook-points.ts";
-import type { HookOutcome } from "./events.ts";
-import type { McpTool, ToolRegistry } from "./mcp/types.ts";
-import { formatSeconds } from "./time.ts";
+import { hooksEnabledFor, type HookServers } from "../config/config.ts";
+import { HOOK_TIMEOUTS_BEFORE_KILL, HookRunner } from "./runner.ts";
+import { HOOK_POINTS, type HookMeta, hookMeta, type HookName } from "./points.ts";
+import type { HookOutcome } from "../conversation/events.ts";
+import type { McpTool, ToolRegistry } from "../mcp/types.ts";
+import { formatSeconds } from "../util/time.ts";
 
 /** True when the agent calls hook tools named `name` (a key of `HOOK_POINTS`). */
 export function isHookPoint(name: string): name is HookName {

@@ -11,22 +11,22 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import process from "node:process";
-import { type Agent, createAgent } from "./agent.ts";
-import { agentOptionsFromEnv, optionKeys } from "./agent-env.ts";
-import type { AgentOptions } from "./agent-options.ts";
-import { serverStderrShown } from "./config.ts";
-import { AgentError } from "./errors.ts";
-import type { AgentEvent } from "./events.ts";
+import { type Agent, createAgent } from "../agent/agent.ts";
+import { agentOptionsFromEnv, optionKeys } from "../agent/from-env.ts";
+import type { AgentOptions } from "../agent/options.ts";
+import { serverStderrShown } from "../config/config.ts";
+import { AgentError } from "../util/errors.ts";
+import type { AgentEvent } from "../conversation/events.ts";
 import { readLines } from "./lines.ts";
-import { FLUSH_TIMEOUT_MS, redirectConsole, type TrackedOutput, trackedOutput } from "./output.ts";
-import type { McpEra } from "./mcp/types.ts";
-import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./acp-params.ts";
-import { resultUpdates, sessionUpdates } from "./acp-updates.ts";
-import { configSecrets, redact, redactEvent } from "./redact.ts";
-import { formatSeconds, withTimeout } from "./time.ts";
-import { AGENT_NAME, VERSION } from "./version.ts";
+import { FLUSH_TIMEOUT_MS, redirectConsole, type TrackedOutput, trackedOutput } from "../util/output.ts";
+import type { McpEra } from "../mcp/types.ts";
+import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./params.ts";
+import { resultUpdates, sessionUpdates } from "./updates.ts";
+import { configSecrets, redact, redactEvent } from "../util/redact.ts";
+import { formatSeconds, withTimeout } from "../util/time.ts";
+import { AGENT_NAME, VERSION } from "../util/version.ts";
 
-export { RPC_ERRORS } from "./acp-params.ts";
+export { RPC_ERRORS } from "./params.ts";
 
 /** The ACP protocol version this agent speaks. */
 export const ACP_PROTOCOL_VERSION = 1;

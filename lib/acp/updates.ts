@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { AgentEvent, PromptResult } from "./events.ts";
-import { HOOK_POINTS, type HookName, type HookPoint } from "./hook-points.ts";
+import type { AgentEvent, PromptResult } from "../conversation/events.ts";
+import { HOOK_POINTS, type HookName, type HookPoint } from "../hooks/points.ts";
 
 /** One `session/update` payload (the `update` field), `sessionUpdate` first. */
 export type SessionUpdate = { sessionUpdate: string } & Record<string, unknown>;

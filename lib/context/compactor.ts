@@ -5,14 +5,14 @@
  * @module
  */
 
-import type { Config } from "./config.ts";
-import { historyIndex } from "./history-index.ts";
-import { isAbortError } from "./errors.ts";
-import type { AgentEvent } from "./events.ts";
-import { type HookContext, hookMeta } from "./hook-points.ts";
-import type { HookRunner } from "./hooks.ts";
-import type { ToolRegistry } from "./mcp/types.ts";
-import type { HistoryItem, Model, ToolDef, Usage } from "./types.ts";
+import type { Config } from "../config/config.ts";
+import { historyIndex } from "../conversation/history-index.ts";
+import { isAbortError } from "../util/errors.ts";
+import type { AgentEvent } from "../conversation/events.ts";
+import { type HookContext, hookMeta } from "../hooks/points.ts";
+import type { HookRunner } from "../hooks/runner.ts";
+import type { ToolRegistry } from "../mcp/types.ts";
+import type { HistoryItem, Model, ToolDef, Usage } from "../conversation/types.ts";
 import {
   buildSummaryRequest,
   currentPromptText,
@@ -92,7 +92,7 @@ export class Compactor {
     const { config } = this.#options;
     const threshold = tokenThreshold(config.maxContextTokens, config.maxOutputTokens);
     const overhead = requestOverheadBytes(config.systemPrompt, context.tools);
-    // The history's size is kept incrementally (lib/history-index.ts); the first round of a
+    // The history's size is kept incrementally (lib/conversation/history-index.ts); the first round of a
     // prompt compares every item, so edits made to the history between prompts are seen.
     const currentBytes = overhead + historyIndex(history, { full: context.round === 1 }).bytes;
     const before = this.#baseline.estimateFromBytes(currentBytes);
@@ -188,7 +188,7 @@ export class Compactor {
     // Checked before _PostCompact runs, so a summary that cannot help calls no hook (SPEC 8.4).
     const bare = size(summary, []);
     if (bare >= context.currentBytes) return larger(bare, "Context summary");
-    // The _PostCompact hook point (lib/hook-points.ts): its output joins the fresh context.
+    // The _PostCompact hook point (lib/hooks/points.ts): its output joins the fresh context.
     const { injected, items: postCompact } = await hooks.fire(
       "_PostCompact",
       hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections, context.hookContext?.()),

@@ -5,9 +5,9 @@
  * @module
  */
 
-import { base64DecodedBytes } from "./base64.ts";
+import { base64DecodedBytes } from "../util/base64.ts";
 import type { ResultBlock } from "./types.ts";
-import { byteLength, clampUtf8, tailUtf8 } from "./utf8.ts";
+import { byteLength, clampUtf8, tailUtf8 } from "../util/utf8.ts";
 
 /** What an empty tool output is sent as (SPEC section 6.7; CASES C23). */
 export const NO_OUTPUT = "(no output)";

@@ -1,0 +1,66 @@
+/**
+ * The CLI's words: the usage text and the arguments of `run` and `hooks` (SPEC section 11).
+ * @module
+ */
+
+import { CONFIG_VARIABLES } from "../config/config.ts";
+import { AgentError } from "../util/errors.ts";
+import { VERSION } from "../util/version.ts";
+
+/** `--help`'s text: the commands, the options, the exit statuses and every configuration variable. */
+export const USAGE = `sprout-agent ${VERSION}: an LLM agent whose lifecycle MCP servers can steer
+
+Usage:
+  cli.ts run [--mcp-config FILE] [--json] [PROMPT…]   run one prompt (PROMPT from stdin when absent or "-")
+  cli.ts hooks [--mcp-config FILE] [--json]           list the servers' hooks and call each enabled one once,
+                                                      as a dry run (exit 1 when one breaks the contract)
+  cli.ts acp                                          serve the Agent Client Protocol on stdin/stdout
+  cli.ts --help | --version
+
+Options:
+  --mcp-config FILE   MCP servers in the .mcp.json shape (default: ./.mcp.json when it exists)
+  --json              one JSON event per line on stdout; the last line is the result (hooks: one report line)
+
+Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 130/143 after SIGINT/SIGTERM,
+141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
+(giving up once it has taken nothing for 5 s).
+
+Environment (default in brackets):
+${CONFIG_VARIABLES.map((v) => `  ${v.name.padEnd(34)} ${v.meaning} [${v.default}]`).join("\n")}
+`;
+
+/** The arguments of `run` (and of `hooks`, which refuses a prompt). */
+export interface RunArgs {
+  /** `--mcp-config FILE`; undefined: `./.mcp.json` when it exists. */
+  mcpConfig: string | undefined;
+  /** `--json`: one JSON event per line on stdout. */
+  json: boolean;
+  /** The prompt's words (everything after `--` too). */
+  prompt: string[];
+}
+
+/**
+ * Parses `run`'s arguments. Throws `AgentError("usage")` on an unknown flag or a missing
+ * `--mcp-config` value.
+ */
+export function parseRunArgs(args: string[]): RunArgs {
+  const out: RunArgs = { mcpConfig: undefined, json: false, prompt: [] };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") {
+      out.prompt.push(...args.slice(i + 1));
+      break;
+    }
+    if (arg === "--json") out.json = true;
+    else if (arg === "--mcp-config" || arg.startsWith("--mcp-config=")) {
+      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
+      if (value === undefined || value === "") {
+        throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
+      }
+      out.mcpConfig = value;
+    } else if (arg.startsWith("--") || (arg.startsWith("-") && arg !== "-")) {
+      throw new AgentError("usage", `Unknown flag ${JSON.stringify(arg)}: see --help`);
+    } else out.prompt.push(arg);
+  }
+  return out;
+}

@@ -1,0 +1,82 @@
+/**
+ * The CLI's process I/O: the one writer of stdout and of stderr (every write counted and
+ * flushed before exit, lib/util/output.ts), `exit(code)`, and the secrets redacted from all
+ * that is printed. The writers are built on first use, so a run pays for no stream wrapper,
+ * TTY check or `error` listener before it prints (and `acp`, which writes stdout itself,
+ * never builds the stdout one).
+ * @module
+ */
+
+import process from "node:process";
+import { killAllServers } from "../mcp/stdio.ts";
+import { FLUSH_TIMEOUT_MS, type TrackedOutput, trackedOutput } from "../util/output.ts";
+import { formatSeconds } from "../util/time.ts";
+
+/**
+ * API keys, configured header values and the credential variables the MCP configuration
+ * references, by value: redacted from everything printed (guarantee 6). The commands set it
+ * once they have read the configuration.
+ */
+export const printed: { secrets: string[] } = { secrets: [] };
+
+let stdoutWriter: TrackedOutput | undefined;
+let stderrWriter: TrackedOutput | undefined;
+let stdoutLost: number | undefined;
+let exiting = false;
+
+// Every byte for stdout and stderr goes through these writers, and every exit goes through
+// exit() below, which waits for them to flush: a pipe holds 64 KiB, and process.exit() drops
+// what the runtime still queues (Bun lost 260 KB of 310 KB behind a slow reader).
+// A closed stdout (`cli.ts run --json … | head -1`) ends the run quietly, as SIGPIPE would.
+
+/** The tracked writer of `process.stdout`, built on first use. */
+export function stdout(): TrackedOutput {
+  stdoutWriter ??= trackedOutput(process.stdout, {
+    onClosed: (error: NodeJS.ErrnoException) => {
+      stdoutLost = error.code === "EPIPE" ? 141 : 1;
+      // A reader that went away is the quiet case; any other failure (a full disk) is said.
+      if (stdoutLost === 1) process.stderr.write(`sprout-agent: Cannot write to stdout: ${error.message}\n`);
+      exit(stdoutLost);
+    },
+  });
+  return stdoutWriter;
+}
+
+/** The tracked writer of `process.stderr`, built on first use. */
+export function stderr(): TrackedOutput {
+  stderrWriter ??= trackedOutput(process.stderr);
+  return stderrWriter;
+}
+
+/** True once {@link exit} was called: the process is flushing its output and ending. */
+export function isExiting(): boolean {
+  return exiting;
+}
+
+/**
+ * Ends the process with `code` once stdout and stderr are flushed, or once the reader has
+ * taken no output for FLUSH_TIMEOUT_MS (5 s; then output is lost: a 0 becomes 1, with a line
+ * on stderr). Stdio servers are killed first. A later call is ignored, except that a stdout
+ * closed while flushing turns a 0 into 141 (EPIPE) or 1. process.exit() is explicit so a
+ * stdin reader or a keep-alive socket cannot hold the process open. (Deno writes pipes
+ * synchronously: there a reader that never reads holds the process until it closes the pipe.)
+ */
+export function exit(code: number): void {
+  if (exiting) return;
+  exiting = true;
+  killAllServers();
+  const out = stdoutWriter;
+  void Promise.all([out?.flush(FLUSH_TIMEOUT_MS) ?? true, stderrWriter?.flush(FLUSH_TIMEOUT_MS) ?? true]).then(
+    ([flushed]) => {
+      if (!flushed) {
+        process.stderr.write(
+          `sprout-agent: Cannot flush stdout: the reader took no output for ${formatSeconds(FLUSH_TIMEOUT_MS)} s, ${
+            out?.pending ?? 0
+          } writes lost\n`,
+        );
+      }
+      const lost = stdoutLost ?? (flushed ? undefined : 1);
+      process.exit(code === 0 && lost !== undefined ? lost : code);
+    },
+  );
+}

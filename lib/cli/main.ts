@@ -1,0 +1,58 @@
+/**
+ * The CLI's dispatch: `--help`, `--version`, then one command module (`run`, `hooks`, `acp`);
+ * every error becomes one line on stderr and an exit status (2 for usage and configuration,
+ * 1 for the rest), every exit waits for output to flush (lib/cli/io.ts).
+ * @module
+ */
+
+import { AgentError } from "../util/errors.ts";
+import { redact } from "../util/redact.ts";
+import { VERSION } from "../util/version.ts";
+import { USAGE } from "./args.ts";
+import { exit, printed, stderr, stdout } from "./io.ts";
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined) {
+    stderr().write(USAGE);
+    return 2;
+  }
+  if (command === "--help" || command === "-h" || command === "help") {
+    stdout().write(USAGE);
+    return 0;
+  }
+  if (command === "--version" || command === "-V") {
+    stdout().write(`sprout-agent ${VERSION}\n`);
+    return 0;
+  }
+  // `--help` counts only before `--`: after it, everything is the prompt.
+  const flags = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest;
+  if (flags.includes("--help") || flags.includes("-h")) {
+    stdout().write(USAGE);
+    return 0;
+  }
+  if (command === "run") return await (await import("./run.ts")).run(rest);
+  if (command === "hooks") return await (await import("./hooks.ts")).hooks(rest);
+  if (command === "acp") return await (await import("./acp.ts")).acp(rest);
+  throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: use run, hooks or acp (see --help)`);
+}
+
+/**
+ * Runs the command line `argv` (without the runtime and script: `process.argv.slice(2)`) and
+ * ends the process with its exit status (SPEC section 11). Never returns normally.
+ */
+export function runCli(argv: string[]): void {
+  main(argv).then(
+    (code) => exit(code),
+    (error: unknown) => {
+      const usage = error instanceof AgentError && (error.code === "config" || error.code === "usage");
+      const text = usage || error instanceof AgentError
+        ? (error as Error).message
+        : error instanceof Error
+        ? error.stack ?? error.message
+        : String(error);
+      stderr().write(`sprout-agent: ${redact(text, printed.secrets)}\n`);
+      exit(usage ? 2 : 1);
+    },
+  );
+}

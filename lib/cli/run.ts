@@ -1,0 +1,137 @@
+/**
+ * `cli.ts run`: one prompt through the agent, printed for people or, with `--json`, as one
+ * event per line (SPEC section 11).
+ * @module
+ */
+
+import { readFileSync } from "node:fs";
+import process from "node:process";
+import { type Agent, createAgent } from "../agent/agent.ts";
+import { agentOptionsFromEnv, optionKeys } from "../agent/from-env.ts";
+import type { AgentEvent, PromptResult } from "../conversation/events.ts";
+import { AgentError, isAbortError } from "../util/errors.ts";
+import { configSecrets, redact, redactEvent } from "../util/redact.ts";
+import { parseRunArgs } from "./args.ts";
+import { exit, isExiting, printed, stderr, stdout } from "./io.ts";
+import { humanPrinter, serverStderrOption } from "./render.ts";
+import { loadServers } from "./servers.ts";
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** `cli.ts run ARGS…`: one prompt through the agent. Returns the exit status; throws `AgentError("usage" | "config")`. */
+export async function run(args: string[]): Promise<number> {
+  const parsed = parseRunArgs(args);
+  const options = agentOptionsFromEnv(process.env, { readFile: (p) => readFileSync(p, "utf8") });
+  printed.secrets = configSecrets(optionKeys(options));
+  const { servers, referenced } = loadServers(parsed.mcpConfig);
+  printed.secrets = [...configSecrets(optionKeys(options), servers), ...referenced];
+  const secrets = printed.secrets;
+  let prompt: string;
+  if (parsed.prompt.length === 0 || (parsed.prompt.length === 1 && parsed.prompt[0] === "-")) {
+    if (parsed.prompt.length === 0 && process.stdin.isTTY) {
+      throw new AgentError("usage", "Missing prompt: give it as arguments, or pipe it on stdin");
+    }
+    prompt = await readStdin();
+  } else prompt = parsed.prompt.join(" ");
+  if (prompt.trim() === "") throw new AgentError("usage", "Missing prompt: the prompt is empty");
+
+  const json = parsed.json;
+  const serverStderr = serverStderrOption(json);
+  const emitJson = (value: Record<string, unknown>) =>
+    stdout().write(`${JSON.stringify(redactEvent(value as { type: string }, secrets))}\n`);
+  const printer = json ? undefined : humanPrinter();
+  const human = printer === undefined ? undefined : {
+    event: (e: AgentEvent) => printer.event(redactEvent(e, secrets)),
+    result: (r: PromptResult) =>
+      printer.result(r.refusal === undefined ? r : { ...r, refusal: redact(r.refusal, secrets) }),
+  };
+  const warn = (message: string) => {
+    if (json) emitJson({ type: "warning", message });
+    else human!.event({ type: "warning", message });
+  };
+  const onEvent = (event: AgentEvent) => {
+    // Thinking is not answer text and not one of the --json event types (SPEC section 11).
+    if (json) {
+      if (event.type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
+    } else human!.event(event);
+  };
+
+  const controller = new AbortController();
+  let signalled: "SIGINT" | "SIGTERM" | undefined;
+  let signals = 0;
+  const onSignal = (name: "SIGINT" | "SIGTERM") => () => {
+    // The first signal cancels the run; a second exits without waiting for it to wind down,
+    // still flushing output; a third exits at once. Output already being flushed (the run is
+    // over) keeps flushing.
+    signals++;
+    if (signals >= 3) process.exit(name === "SIGINT" ? 130 : 143);
+    if (signals === 2) return exit(name === "SIGINT" ? 130 : 143);
+    if (isExiting()) return;
+    signalled = name;
+    controller.abort();
+  };
+  process.on("SIGINT", onSignal("SIGINT"));
+  process.on("SIGTERM", onSignal("SIGTERM"));
+
+  // A server still starting (up to SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS, 30 s) must not hold a
+  // signal back: creation aborts at once. killAllServers() on the way out ends every server
+  // spawned so far.
+  let agent: Agent;
+  try {
+    agent = await createAgent({
+      ...options,
+      mcpServers: servers,
+      cwd: process.cwd(),
+      env: process.env,
+      onWarning: warn,
+      // _SessionStart's and _SessionEnd's events, outside the prompt.
+      onEvent,
+      ...serverStderr,
+      signal: controller.signal,
+    });
+  } catch (error) {
+    if (signalled !== undefined && isAbortError(error)) return signalled === "SIGINT" ? 130 : 143;
+    throw error;
+  }
+  // The registry's messages already name the server, most as "Cannot start server …".
+  for (const f of agent.failures) {
+    warn(f.message.startsWith("Cannot start server") ? f.message : `Cannot start server "${f.server}": ${f.message}`);
+  }
+  try {
+    if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
+    const runHandle = agent.prompt(prompt, { signal: controller.signal });
+    for await (const event of runHandle) onEvent(event);
+    let result: PromptResult;
+    try {
+      result = await runHandle.result;
+    } catch (error) {
+      await agent.close(); // _SessionEnd's events come before the last line
+      const message = redact(error instanceof Error ? error.message : String(error), secrets);
+      if (json) emitJson({ type: "error", message });
+      else stderr().write(`error: ${message}\n`);
+      return 1;
+    }
+    // The session ends here (_SessionEnd, SPEC 7.5), so that its events come before the result.
+    await agent.close();
+    if (json) {
+      emitJson({
+        type: "result",
+        stopReason: result.stopReason,
+        rounds: result.rounds,
+        toolCalls: result.toolCalls,
+        objections: result.objections,
+        usage: result.usage,
+        durationMs: result.durationMs,
+        ...(result.refusal === undefined ? {} : { refusal: result.refusal }),
+      });
+    } else human!.result(result);
+    if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
+    return 0;
+  } finally {
+    await agent.close();
+  }
+}
