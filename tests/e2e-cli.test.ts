@@ -175,6 +175,12 @@ describe("cli.ts run", { concurrency: 4 }, () => {
         "--nope",
         "x",
       ], /--nope/],
+      [
+        "a mistyped command",
+        {},
+        ["rn", "x"],
+        /^sprout-agent: Unknown command "rn": did you mean run\? \(see --help\)\n$/,
+      ],
       ["an unreadable script file", { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "/nonexistent.json" }, [
         "run",
         "x",

@@ -6,6 +6,7 @@
 import { CONFIG_VARIABLES } from "../config/config.ts";
 import { AgentError } from "../util/errors.ts";
 import { VERSION } from "../util/version.ts";
+import { closest } from "./suggest.ts";
 
 /** `--help`'s text: the commands, the options, the exit statuses and every configuration variable. */
 export const USAGE = `sprout-agent ${VERSION}: an LLM agent whose lifecycle MCP servers can steer
@@ -39,8 +40,12 @@ export interface RunArgs {
   prompt: string[];
 }
 
+/** The flags `run` and `hooks` take, for "did you mean" (`--help` is read by `main.ts`). */
+export const RUN_FLAGS: readonly string[] = ["--json", "--mcp-config", "--help"];
+
 /**
- * Parses `run`'s arguments. Throws `AgentError("usage")` on an unknown flag or a missing
+ * Parses `run`'s arguments. Throws `AgentError("usage")` on an unknown flag (naming the
+ * closest known one: `Unknown flag "--jsn": did you mean --json? (see --help)`) or a missing
  * `--mcp-config` value.
  */
 export function parseRunArgs(args: string[]): RunArgs {
@@ -58,8 +63,12 @@ export function parseRunArgs(args: string[]): RunArgs {
         throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
       }
       out.mcpConfig = value;
+    } else if (arg.startsWith("--json=")) {
+      throw new AgentError("usage", `Unexpected value in ${JSON.stringify(arg)}: --json takes no value (see --help)`);
     } else if (arg.startsWith("--") || (arg.startsWith("-") && arg !== "-")) {
-      throw new AgentError("usage", `Unknown flag ${JSON.stringify(arg)}: see --help`);
+      const near = closest(arg, RUN_FLAGS);
+      const hint = near === undefined ? "see --help" : `did you mean ${near}? (see --help)`;
+      throw new AgentError("usage", `Unknown flag ${JSON.stringify(arg)}: ${hint}`);
     } else out.prompt.push(arg);
   }
   return out;

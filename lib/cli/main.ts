@@ -10,6 +10,10 @@ import { redact } from "../util/redact.ts";
 import { VERSION } from "../util/version.ts";
 import { USAGE } from "./args.ts";
 import { exit, printed, stderr, stdout } from "./io.ts";
+import { closest } from "./suggest.ts";
+
+/** The commands, and the words that stand for `--help` and `--version`, for "did you mean". */
+const COMMANDS = ["run", "hooks", "acp", "help", "--help", "--version"];
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -34,7 +38,9 @@ async function main(argv: string[]): Promise<number> {
   if (command === "run") return await (await import("./run.ts")).run(rest);
   if (command === "hooks") return await (await import("./hooks.ts")).hooks(rest);
   if (command === "acp") return await (await import("./acp.ts")).acp(rest);
-  throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: use run, hooks or acp (see --help)`);
+  const near = closest(command, COMMANDS);
+  const hint = near === undefined ? "use run, hooks or acp" : `did you mean ${near}?`;
+  throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: ${hint} (see --help)`);
 }
 
 /**
