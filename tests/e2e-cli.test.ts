@@ -216,6 +216,35 @@ describe("cli.ts run", { concurrency: 4 }, () => {
     assert.match(run.stderr, /mcpServers\.ok\.args/);
   });
 
+  test(
+    "exit 2 for VS Code's mcp.json shape and for an unset ${VAR} in a url, naming the key and the variable",
+    ONCE,
+    async () => {
+      const vscode = join(dir, "vscode.mcp.json");
+      writeFileSync(vscode, JSON.stringify({ servers: { fs: { type: "stdio", command: "npx" } } }));
+      const unset = join(dir, "unset.mcp.json");
+      writeFileSync(unset, JSON.stringify({ mcpServers: { remote: { type: "http", url: "${SPROUT_TEST_API_URL}" } } }));
+      const env = {
+        SPROUT_AGENT_PROVIDER: "scripted",
+        SPROUT_AGENT_SCRIPT: join(repoRoot, "examples/demo/script.json"),
+      };
+      const [shape, variable] = await Promise.all([
+        runCli(["run", "--mcp-config", vscode, "x"], env),
+        runCli(["run", "--mcp-config", unset, "x"], env),
+      ]);
+      assert.equal(shape.code, 2, shape.stderr);
+      assert.match(
+        shape.stderr,
+        /vscode\.mcp\.json": it has "servers" but no "mcpServers".*rename the key to "mcpServers"\n$/,
+      );
+      assert.equal(variable.code, 2, variable.stderr);
+      assert.match(
+        variable.stderr,
+        /unset\.mcp\.json": mcpServers\.remote\.url uses \$\{SPROUT_TEST_API_URL\}, which is not set \(give it a value or a default: \$\{SPROUT_TEST_API_URL:-…\}\)\n$/,
+      );
+    },
+  );
+
   test("a server that cannot start is a warning naming it, and the run goes on", async () => {
     await withLlm(
       [{ toolCalls: [{ name: "fx__echo", arguments: { text: "still works" } }] }, { text: "ok" }],

@@ -5,7 +5,7 @@
  */
 
 import { AgentError } from "../util/errors.ts";
-import { type Env, expandVars } from "../util/env.ts";
+import { type Env, expandVars, unsetVars } from "../util/env.ts";
 import type { McpServerConfig } from "./types.ts";
 
 export { expandVars };
@@ -105,6 +105,51 @@ function fail(file: string, message: string): never {
   throw new AgentError("config", `Invalid MCP configuration ${JSON.stringify(file)}: ${message}`);
 }
 
+/**
+ * Expands `${VAR}` in a field where an empty piece would name another program, folder or host
+ * (`command`, `cwd`, `url`): a variable it uses without a default that is unset or empty is an
+ * error naming the variable, the server and the field, instead of a broken value further on.
+ */
+function expandRequired(file: string, field: string, raw: string, env: Env): string {
+  const names = unsetVars(raw, env);
+  if (names.length > 0) {
+    const uses = names.map((n) => `\${${n}}`).join(" and ");
+    const state = names.every((n) => env[n] === undefined)
+      ? "not set"
+      : names.every((n) => env[n] === "")
+      ? "empty"
+      : "not set or empty";
+    const first = names[0]!;
+    fail(
+      file,
+      `${field} uses ${uses}, which ${names.length === 1 ? "is" : "are"} ${state} (give ${
+        names.length === 1 ? "it a value" : "them values"
+      } or a default: \${${first}:-…})`,
+    );
+  }
+  return expandVars(raw, env);
+}
+
+/**
+ * Refuses a top level without `mcpServers` that holds other keys, which would otherwise mean
+ * no servers at all: VS Code's `.vscode/mcp.json` (`servers`) gets a hint to rename the key.
+ * Keys starting with `$` (`$schema`) do not count.
+ */
+function checkTopLevel(file: string, root: Record<string, unknown>): void {
+  const keys = Object.keys(root).filter((k) => !k.startsWith("$"));
+  if ("mcpServers" in root || keys.length === 0) return;
+  if ("servers" in root) {
+    fail(
+      file,
+      `it has "servers" but no "mcpServers": that is VS Code's shape (.vscode/mcp.json); rename the key to "mcpServers"`,
+    );
+  }
+  fail(
+    file,
+    `it has no "mcpServers", only ${keys.map((k) => JSON.stringify(k)).join(", ")}: put the servers under "mcpServers"`,
+  );
+}
+
 function stringMap(file: string, field: string, raw: unknown, env: Env): Record<string, string> {
   if (raw === undefined || raw === null) return {};
   if (typeof raw !== "object" || Array.isArray(raw)) fail(file, `${field} must be an object of strings`);
@@ -121,7 +166,9 @@ function stringMap(file: string, field: string, raw: unknown, env: Env): Record<
  * @param file the file's path, for messages and to resolve a relative `cwd`
  * @param options.env for `${VAR}` expansion
  * @param options.resolvePath joins the file's folder and a relative `cwd`
- * @throws {AgentError} code `config` naming the file and the field
+ * @throws {AgentError} code `config` naming the file and the field: also for a top level with
+ * keys but no `mcpServers` (VS Code's `servers`), and for an unset `${VAR}` without a default
+ * in `command`, `cwd` or `url`, naming the variable
  */
 export function parseMcpConfig(
   text: string,
@@ -137,6 +184,7 @@ export function parseMcpConfig(
     fail(file, `not valid JSON: ${(error as Error).message}`);
   }
   if (typeof root !== "object" || root === null || Array.isArray(root)) fail(file, "the top level must be an object");
+  checkTopLevel(file, root as Record<string, unknown>);
   const servers = (root as { mcpServers?: unknown }).mcpServers;
   if (servers === undefined) return [];
   if (typeof servers !== "object" || servers === null || Array.isArray(servers)) {
@@ -171,7 +219,7 @@ export function parseMcpConfig(
       );
     } else if (type === "http" || type === "streamable-http") {
       if (typeof s["url"] !== "string" || s["url"] === "") fail(file, `${at}.url must be a non-empty string`);
-      const url = expandVars(s["url"], options.env);
+      const url = expandRequired(file, `${at}.url`, s["url"], options.env);
       let parsed: URL | undefined;
       try {
         parsed = new URL(url);
@@ -195,9 +243,9 @@ export function parseMcpConfig(
       if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) {
         fail(file, `${at}.args must be an array of strings`);
       }
-      const command = expandVars(s["command"], options.env);
+      const command = expandRequired(file, `${at}.command`, s["command"], options.env);
       if (command.trim() === "") {
-        fail(file, `${at}.command ${JSON.stringify(s["command"])} expands to an empty string (is the variable set?)`);
+        fail(file, `${at}.command ${JSON.stringify(s["command"])} expands to an empty string`);
       }
       const transport: McpServerConfig["transport"] = {
         type: "stdio",
@@ -207,7 +255,7 @@ export function parseMcpConfig(
       };
       if (s["cwd"] !== undefined) {
         if (typeof s["cwd"] !== "string") fail(file, `${at}.cwd must be a string`);
-        const cwd = expandVars(s["cwd"], options.env);
+        const cwd = expandRequired(file, `${at}.cwd`, s["cwd"], options.env);
         transport.cwd = cwd.startsWith("/") ? cwd : options.resolvePath(folder, cwd);
       }
       config = { name, transport };

@@ -23,3 +23,18 @@ export function expandVars(text: string, env: Env): string {
     return value !== undefined && value !== "" ? value : fallback ?? "";
   });
 }
+
+/**
+ * The variables `text` references as `${NAME}`, without a default, that are unset or empty
+ * in `env`: what {@link expandVars} would replace with nothing. Each name once, in order of
+ * appearance. `${NAME:-default}`, even `${NAME:-}`, is never listed.
+ * @example unsetVars("http://${HOST}:${PORT:-80}/${HOST}", {}) // ["HOST"]
+ */
+export function unsetVars(text: string, env: Env): string[] {
+  const names: string[] = [];
+  for (const m of text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}/g)) {
+    const name = m[1]!;
+    if (m[2] === undefined && (env[name] ?? "") === "" && !names.includes(name)) names.push(name);
+  }
+  return names;
+}
