@@ -115,6 +115,28 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
     assert.match(out.resolved, /\/node_modules\/sprout-agent\/dist\/mod\.js$/);
   });
 
+  // The README's Deno commands for an npm install. Deno refuses to strip the types of files
+  // under node_modules, so the package's cli.ts cannot run there: the README sends Deno to
+  // the built dist/cli.js, or to npm:sprout-agent (its bin, found in the project's node_modules).
+  test("Deno runs the installed CLI as npm:sprout-agent and as dist/cli.js, not as cli.ts", async () => {
+    const env = offlineEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" });
+    const deno = (...args: string[]) => run(bin("deno"), ["run", "-A", ...args], project, env);
+    const [bySpecifier, byPath, prompt, source] = await Promise.all([
+      deno("npm:sprout-agent", "--version"),
+      deno("node_modules/sprout-agent/dist/cli.js", "--version"),
+      deno("npm:sprout-agent", "run", "say hello"),
+      deno("node_modules/sprout-agent/cli.ts", "--version"),
+    ]);
+    assert.equal(ok(bySpecifier, "deno run -A npm:sprout-agent --version"), `sprout-agent ${version}\n`);
+    assert.equal(
+      ok(byPath, "deno run -A node_modules/sprout-agent/dist/cli.js --version"),
+      `sprout-agent ${version}\n`,
+    );
+    assert.match(ok(prompt, "deno run -A npm:sprout-agent run"), /^hello from the package\n/);
+    assert.notEqual(source.code, 0, "Deno now runs cli.ts under node_modules: the README's Deno lines can say so");
+    assert.match(source.stderr, /ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING/);
+  });
+
   test("tsc type-checks a consumer against the declarations", async () => {
     writeFileSync(
       join(project, "consumer.ts"),
