@@ -602,10 +602,10 @@ describe("refusals show their explanation", () => {
       assert.equal(last["refusal"], explanation);
       const human = await runCli(["run", "hack it"], env);
       assert.equal(human.code, 0, human.stderr);
-      assert.ok(!human.stdout.includes("secret plan"), human.stdout);
+      assert.equal(human.stdout, "Hello..\n", "the answer alone, without the thinking");
       assert.match(
-        human.stdout,
-        /^Hello\.\.\n⊘ refused: This request was declined because it could enable cyber harm\. \(category: cyber\)\n■ refusal/,
+        human.stderr,
+        /\n⊘ refused: This request was declined because it could enable cyber harm\. \(category: cyber\)\n■ refusal/,
       );
       assert.match(human.stderr, /∴ secret plan\n/);
     } finally {

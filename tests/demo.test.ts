@@ -2,6 +2,8 @@
  * `npm run demo` (issue 3): the scripted run shows the todo list being written, an attempt to
  * finish that both hooks object to, the fix through the filesystem server, the tests going
  * green, the todos closed and the stop accepted; the copied project's tests pass afterwards.
+ * The demo shows the agent's stdout (the answer) and stderr (tool lines, objections, summary)
+ * as one terminal would: a stderr line after unfinished text starts on a line of its own.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -25,8 +27,8 @@ describe("npm run demo", { skip: !runsOnce && "runs once, under bun" }, () => {
     const order = [
       /✓ todo__todo \{"todos":\[\{"id":1,"title":"Run the test suite"\}/,
       /✓ tests__run_tests \{\} \(\d+ ms\) → FAILED: 1 failed, 2 passed/,
-      /Done for now\./,
-      /⟲ _Stop objection from todo: You have open todo items\. Keep working\./,
+      // The agent's answer text (stdout) and its objection lines (stderr), each on a line of its own.
+      /\nDone for now\.\n⟲ _Stop objection from todo: You have open todo items\. Keep working\./,
       /⟲ _Stop objection from tests: The test suite fails/,
       /✓ fs__edit_file/,
       /✓ tests__run_tests \{\} \(\d+ ms\) → PASSED: 0 failed, 3 passed/,

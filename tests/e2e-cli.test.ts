@@ -100,7 +100,7 @@ describe("cli.ts run", { concurrency: 4 }, () => {
     );
   });
 
-  test("people see text, one line per tool call, the objection and a summary", async () => {
+  test("people see the text on stdout, and one line per tool call, the objection and a summary on stderr", async () => {
     await withLlm(
       [{ toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }, { name: "fx__fail", arguments: {} }] }, {
         text: "Finished.",
@@ -109,13 +109,15 @@ describe("cli.ts run", { concurrency: 4 }, () => {
         const cfg = mcpConfig({ fx: { FIXTURE_STOP: "two todos open\nsecond line", FIXTURE_STOP_COUNT: "1" } });
         const run = await runCli(["run", "--mcp-config", cfg, "go"], { ...env, MCP_HOOK_SERVERS: "fx" });
         assert.equal(run.code, 0, run.stderr);
-        assert.match(run.stdout, /^✓ fx__echo \{"text":"hi"\} \(\d+ ms\) → hi$/m);
-        assert.match(run.stdout, /^✗ fx__fail \{\} \(\d+ ms\) permission denied: \/etc\/shadow$/m);
-        assert.match(run.stdout, /^⟲ _Stop objection from fx: two todos open$/m);
-        assert.match(run.stdout, /^ {4}second line$/m);
-        assert.match(run.stdout, /^■ end_turn · 3 rounds · 2 tool calls · 1 objection · /m);
+        // The answer alone on stdout: both texts as streamed, one newline at the end.
+        assert.equal(run.stdout, "Finished.Finished again.\n");
+        assert.match(run.stderr, /^✓ fx__echo \{"text":"hi"\} \(\d+ ms\) → hi$/m);
+        assert.match(run.stderr, /^✗ fx__fail \{\} \(\d+ ms\) permission denied: \/etc\/shadow$/m);
+        assert.match(run.stderr, /^⟲ _Stop objection from fx: two todos open$/m);
+        assert.match(run.stderr, /^ {4}second line$/m);
+        assert.match(run.stderr, /^■ end_turn · 3 rounds · 2 tool calls · 1 objection · /m);
         // deno-lint-ignore no-control-regex
-        assert.doesNotMatch(run.stdout, /\x1b\[/, "no colour when not a TTY");
+        assert.doesNotMatch(run.stderr, /\x1b\[/, "no colour when not a TTY");
       },
     );
   });
@@ -329,8 +331,9 @@ describe("cli.ts run", { concurrency: 4 }, () => {
           SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000",
         });
         assert.equal(run.code, 0, run.stderr);
-        assert.match(run.stdout, /^⟲ context compacted: \d+k → \d+k tokens; _PostCompact: fx$/m);
-        assert.doesNotMatch(run.stdout, /_PostCompact objection/);
+        assert.match(run.stderr, /^⟲ context compacted: \d+k → \d+k tokens; _PostCompact: fx$/m);
+        assert.doesNotMatch(run.stderr, /_PostCompact objection/);
+        assert.equal(run.stdout, "finished\n", "stdout holds the answer only");
       },
     );
   });

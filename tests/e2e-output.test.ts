@@ -5,6 +5,8 @@
  * `| (sleep 2; cat)` does; every byte arrives, for exit 0, exit 1, SIGINT and SIGTERM. A reader
  * that goes away (`| head -n 1`) still ends the agent at once, with no EPIPE trace. In ACP mode
  * a library's `console.log` during a prompt goes to stderr, never into the JSON-RPC stdout.
+ * Without `--json`, stdout is the answer alone (issue 21): `run "…" > answer.md` holds the
+ * model's text byte for byte, and `2>&1` into one file still shows every line on its own.
  *
  * The pipelines run under `sh`: `{ agent; } | { wait for a file; cat; }`. The reader starts
  * once the agent has exited (the old bug: its queued bytes were gone by then) or after a
@@ -18,7 +20,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { startFakeLlm } from "../lib/testing/fake-llm.ts";
+import { type FakeTurn, startFakeLlm } from "../lib/testing/fake-llm.ts";
 import { FLUSH_TIMEOUT_MS } from "../lib/util/output.ts";
 import { cleanEnv, fixtureConfig } from "./helpers/cli.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
@@ -331,5 +333,93 @@ describe("acp: stdout carries JSON-RPC only", () => {
       child.kill("SIGKILL");
       await llm.close();
     }
+  });
+});
+
+describe("stdout is the answer (cli.ts run without --json, issue 21)", () => {
+  // Round 1 says a few words and calls a tool, round 2 thinks and answers (no final newline),
+  // the _Stop hook objects once, round 3 adds a sentence. MCP_HOOK_SERVERS names a server
+  // that is not configured: a warning at start.
+  const turns: FakeTurn[] = [
+    { text: "Let me look.", toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }] },
+    { thinking: "weighing it", text: "Here is **the** answer:\n\n- one\n- two" },
+    { text: " Also fixed the todos." },
+  ];
+  const ANSWER = "Let me look.Here is **the** answer:\n\n- one\n- two Also fixed the todos.";
+
+  /** `cli.ts run go` under `sh -c` with the shell redirection `redirect` (in `$d`, the run's folder). */
+  async function redirected(
+    redirect: string,
+    extraEnv: Record<string, string> = {},
+  ): Promise<{ code: number; d: string }> {
+    const llm = await startFakeLlm({ responses: turns });
+    try {
+      const d = mkdtempSync(join(dir, "answer-"));
+      const cfg = fixtureConfig(d, { fx: { FIXTURE_STOP: "two todos open", FIXTURE_STOP_COUNT: "1" } });
+      const env = cleanEnv({
+        SPROUT_AGENT_PROVIDER: "anthropic",
+        ANTHROPIC_API_KEY: "sk-ant-test",
+        ANTHROPIC_MODEL: "claude-test",
+        ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+        MCP_HOOK_SERVERS: "fx,ghost",
+        ...extraEnv,
+      });
+      const child = spawn(
+        "sh",
+        [
+          "-c",
+          `d=$1; shift; exec "$@" ${redirect}`,
+          "sh",
+          d,
+          ...tsCommand(join(repoRoot, "cli.ts")),
+          "run",
+          "--mcp-config",
+          cfg,
+          "go",
+        ],
+        { cwd: d, env, stdio: "ignore" },
+      );
+      const code = await new Promise<number>((resolve) => child.on("close", (c) => resolve(c ?? -1)));
+      assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), []);
+      return { code, d };
+    } finally {
+      await llm.close();
+    }
+  }
+
+  test('run "…" > answer.md holds the model\'s text alone; the tool line, objection, warning, thinking and summary are on stderr', async () => {
+    const { code, d } = await redirected('> "$d/answer.md" 2> "$d/err.txt"');
+    const err = readFileSync(join(d, "err.txt"), "utf8");
+    assert.equal(code, 0, err);
+    // The text exactly as the model streamed it, and one newline so a shell prompt starts on its own line.
+    assert.equal(readFileSync(join(d, "answer.md"), "utf8"), `${ANSWER}\n`);
+    assert.match(err, /^warning: MCP_HOOK_SERVERS names server "ghost", which is not configured/m);
+    assert.match(err, /^✓ fx__echo \{"text":"hi"\} \(\d+ ms\) → hi$/m);
+    assert.match(err, /^∴ weighing it$/m);
+    assert.match(err, /^⟲ _Stop objection from fx: two todos open$/m);
+    assert.match(err, /^■ end_turn · 3 rounds · 1 tool call · 1 objection · \d+ ms$/m);
+    // stderr is lines of its own, none glued to another and no blank line (stdout went elsewhere).
+    for (const line of err.trimEnd().split("\n")) {
+      assert.match(line, /^(warning: |✓ |∴ |⟲ |■ |\[fx\] )/, `a stderr line of its own: ${JSON.stringify(line)}`);
+    }
+  });
+
+  test("with 2>&1 into one file every stderr line starts on a fresh line, after text or thinking", async () => {
+    const { code, d } = await redirected('> "$d/all.txt" 2>&1', { SPROUT_AGENT_SERVER_STDERR: "hide" });
+    const all = readFileSync(join(d, "all.txt"), "utf8");
+    assert.equal(code, 0, all);
+    assert.match(
+      all,
+      new RegExp(
+        '^warning: MCP_HOOK_SERVERS names server "ghost"[^\\n]*\\n' +
+          "Let me look\\.\\n" +
+          '✓ fx__echo \\{"text":"hi"\\} \\(\\d+ ms\\) → hi\\n' +
+          "∴ weighing it\\n" +
+          "Here is \\*\\*the\\*\\* answer:\\n\\n- one\\n- two\\n" +
+          "⟲ _Stop objection from fx: two todos open\\n" +
+          " Also fixed the todos\\.\\n" +
+          "■ end_turn · 3 rounds · 1 tool call · 1 objection · \\d+ ms\\n$",
+      ),
+    );
   });
 });

@@ -23,13 +23,16 @@ describe("README examples", { skip: !runsOnce && "runs once, under bun" }, () =>
       { cwd: repoRoot, timeoutMs: 90_000 },
     );
     assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /✓ fs__list_directory \{"path":"\."\} \(\d+ ms\) → \[FILE\] mcp\.json/);
-    assert.match(run.stdout, /⟲ _Stop objection from todo: You have open todo items\. Keep working\./);
-    assert.match(run.stdout, /✓ fs__read_text_file \{"path":"notes\.md"\}.* → # Notes/);
-    assert.match(run.stdout, /■ end_turn · 6 rounds · 4 tool calls · 1 objection/);
-    // The servers' own stderr is shown as "[name] line" (SPROUT_AGENT_SERVER_STDERR, shown for
-    // run); anything else on stderr would be a warning of the agent's.
-    const agentLines = run.stderr.split("\n").filter((line) => line !== "" && !/^\[(fs|todo)\] /.test(line));
-    assert.deepEqual(agentLines, [], "no warnings");
+    // stdout is the answer: the model's text only; the rest of the run is on stderr.
+    const script = JSON.parse(readFileSync(`${repoRoot}examples/hello/script.json`, "utf8")) as Array<
+      { text?: string }
+    >;
+    const text = script.map((turn) => turn.text ?? "").join("");
+    assert.equal(run.stdout, text.endsWith("\n") ? text : `${text}\n`);
+    assert.match(run.stderr, /✓ fs__list_directory \{"path":"\."\} \(\d+ ms\) → \[FILE\] mcp\.json/);
+    assert.match(run.stderr, /⟲ _Stop objection from todo: You have open todo items\. Keep working\./);
+    assert.match(run.stderr, /✓ fs__read_text_file \{"path":"notes\.md"\}.* → # Notes/);
+    assert.match(run.stderr, /■ end_turn · 6 rounds · 4 tool calls · 1 objection/);
+    assert.doesNotMatch(run.stderr, /^warning:/m, "no warnings");
   });
 });

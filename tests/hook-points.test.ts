@@ -121,7 +121,7 @@ describe("the CLI: the new points in --json, _SessionEnd before the last line (S
     }
   });
 
-  test("without --json, _SessionStart context is a line on stdout and _SessionEnd's text a line on stderr", async () => {
+  test("without --json, _SessionStart context, _UserPromptSubmit context and _SessionEnd's text are lines on stderr", async () => {
     const config = fixtureConfig(dir, { fx: hookEnv });
     const script = join(dir, "script-human.json");
     writeFileSync(script, JSON.stringify([{ text: "Hello." }]));
@@ -131,10 +131,10 @@ describe("the CLI: the new points in --json, _SessionEnd before the last line (S
       MCP_HOOK_SERVERS: "fx",
     }, { cwd: dir, timeoutMs: 60_000 });
     assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /⟲ _SessionStart context from fx: restored <list>\n/);
-    assert.match(run.stdout, /⟲ _UserPromptSubmit context from fx: context for prompt 1\n/);
+    assert.match(run.stderr, /⟲ _SessionStart context from fx: restored <list>\n/);
+    assert.match(run.stderr, /⟲ _UserPromptSubmit context from fx: context for prompt 1\n/);
     assert.match(run.stderr, /_SessionEnd from fx: bye from fx\n/);
-    assert.doesNotMatch(run.stdout, /bye from fx/);
+    assert.equal(run.stdout, "Hello.\n", "stdout holds the answer only");
   });
 
   test("SIGINT: the prompt is cancelled, _SessionEnd still runs before the last line, exit 130", async () => {

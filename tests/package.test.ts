@@ -168,6 +168,7 @@ console.log(version, kind, typeof startFakeLlm);
       run("npx", [...npx, "run", "say hello"], project, env),
     ]);
     assert.equal(ok(versionRun, "npx sprout-agent --version"), `sprout-agent ${version}\n`);
-    assert.match(ok(promptRun, "npx sprout-agent run"), /^hello from the package\n■ end_turn/);
+    assert.equal(ok(promptRun, "npx sprout-agent run"), "hello from the package\n");
+    assert.match(promptRun.stderr, /^■ end_turn/m);
   });
 });

@@ -8,7 +8,9 @@
  *    running the copy's real tests with `bun test`) and the third-party
  *    @modelcontextprotocol/server-filesystem rooted at the copy. MCP_HOOK_SERVERS enables the
  *    two hook servers.
- * 4. Prints the objections the hooks made and checks that the copy's tests really pass now.
+ * 4. Shows the agent's answer (its stdout) and its tool lines, objections and summary (its
+ *    stderr) as they come, then the objections the hooks made, and checks that the copy's
+ *    tests really pass now.
  *
  * With no model configured it uses the scripted model (examples/demo/script.json). Set
  * SPROUT_AGENT_PROVIDER=anthropic (with ANTHROPIC_API_KEY and ANTHROPIC_MODEL) or
@@ -122,14 +124,25 @@ async function main(): Promise<number> {
     agent = spawn(process.execPath, ["--import", tsx, join(root, "cli.ts"), "run", "--mcp-config", config, TASK], {
       cwd: project,
       env,
-      stdio: ["ignore", "pipe", "inherit"],
+      stdio: ["ignore", "pipe", "pipe"],
     });
+    // The agent's stdout is its answer (the model's text, as it streams); its stderr the rest
+    // (tool lines, objections, the summary). Both are shown here as they come, as a terminal
+    // would show them: a stderr line after unfinished text starts on a line of its own.
     const objections: string[] = [];
-    createInterface({ input: agent.stdout! }).on("line", (line) => {
-      console.log(line);
+    let open = false;
+    agent.stdout!.setEncoding("utf8");
+    agent.stdout!.on("data", (text: string) => {
+      process.stdout.write(text);
+      open = !text.endsWith("\n");
+    });
+    createInterface({ input: agent.stderr! }).on("line", (line) => {
+      process.stdout.write(`${open ? "\n" : ""}${line}\n`);
+      open = false;
       if (line.includes("objection from")) objections.push(line.replace(/^.*?⟲ /, ""));
     });
     const code = await new Promise<number | null>((resolve) => agent!.on("close", resolve));
+    if (open) process.stdout.write("\n");
 
     console.log("\n--- demo summary ---");
     console.log(`agent exit status: ${code}`);

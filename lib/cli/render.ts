@@ -1,10 +1,11 @@
 /**
- * How the CLI shows a run to people: streamed text, a line per tool call, hook objection and
- * compaction, thinking dimmed on stderr, the summary line; colour only on a TTY without
- * `NO_COLOR`; servers' stderr lines made safe for a terminal.
+ * How the CLI shows a run to people: the answer's text on stdout, alone; on stderr a line per
+ * tool call, hook output and compaction, the thinking dimmed, the warnings and the summary line;
+ * colour only on a TTY without `NO_COLOR`; servers' stderr lines made safe for a terminal.
  * @module
  */
 
+import { fstatSync } from "node:fs";
 import process from "node:process";
 import { serverStderrShown } from "../config/config.ts";
 import type { AgentEvent, PromptResult } from "../conversation/events.ts";
@@ -23,10 +24,18 @@ export interface Painter {
   cyan(s: string): string;
 }
 
-/** Human output: colour only on a TTY without NO_COLOR. */
-export function painter(stream: NodeJS.WriteStream): Painter {
-  const on = stream.isTTY === true && (process.env["NO_COLOR"] ?? "") === "";
-  const wrap = (code: string) => (s: string) => (on ? `\x1b[${code}m${s}\x1b[0m` : s);
+/**
+ * Human output: colour only on a TTY without NO_COLOR. Given a function (`() => process.stderr`),
+ * it asks for the stream only when it first paints: Bun and Deno build `process.stdout` and
+ * `process.stderr` on first access (7 and 17 ms), which a run must not pay before its first
+ * LLM request (issue 21).
+ */
+export function painter(stream: NodeJS.WriteStream | (() => NodeJS.WriteStream)): Painter {
+  let colour: boolean | undefined;
+  const on = () =>
+    colour ??= (typeof stream === "function" ? stream() : stream).isTTY === true &&
+      (process.env["NO_COLOR"] ?? "") === "";
+  const wrap = (code: string) => (s: string) => (on() ? `\x1b[${code}m${s}\x1b[0m` : s);
   return { dim: wrap("2"), green: wrap("32"), red: wrap("31"), yellow: wrap("33"), cyan: wrap("36") };
 }
 
@@ -43,25 +52,78 @@ export function firstLine(text: string, max = 160): string {
 }
 
 /**
- * Prints events for people: streamed text, one line per tool call and hook objection. The
- * model's thinking goes to stderr, dimmed and marked `∴`, so it is never mistaken for (or
- * piped with) the answer; a refusal's explanation gets a line of its own.
+ * Whether stdout and stderr are one open file (the same inode): a terminal both print to, or
+ * `> all.log 2>&1`, or `2>&1 | less`. Then a reader sees the two streams' bytes interleaved in
+ * one place, and a line on stderr must not start after unfinished text of stdout's. Without
+ * inode numbers (Windows) or a readable descriptor: when both are terminals.
  */
-export function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: PromptResult) => void } {
-  const out = painter(process.stdout);
-  const err = painter(process.stderr);
-  let midLine = false;
+export function sameDestination(): boolean {
+  const bothTerminals = process.stdout.isTTY === true && process.stderr.isTTY === true;
+  try {
+    const out = fstatSync(1);
+    const err = fstatSync(2);
+    if (out.ino === 0 && err.ino === 0) return bothTerminals;
+    return out.dev === err.dev && out.ino === err.ino;
+  } catch {
+    return bothTerminals;
+  }
+}
+
+/** What {@link humanPrinter} returns: the run's events in, people's output out. */
+export interface HumanPrinter {
+  /** Shows one event: text on stdout, everything else on stderr. */
+  event(e: AgentEvent): void;
+  /** Ends the answer (at most one newline on stdout), then the refusal line and the summary on stderr. */
+  result(r: PromptResult): void;
+  /** Ends the answer, then `error: MESSAGE` on stderr (the prompt failed). */
+  error(message: string): void;
+  /** One line of ours on stderr (a server's stderr line), started on a fresh line. */
+  note(text: string): void;
+}
+
+/**
+ * Prints a run for people (SPEC section 11). stdout gets the answer: the model's text exactly
+ * as it streamed, and at the end one newline when the text does not end with one (so a shell
+ * prompt starts on its own line), nothing when there was no text. Everything else goes to
+ * stderr, styled by stderr's TTY-ness: the thinking (dimmed, marked `∴`), one line per tool
+ * call, hook output, compaction, warnings, a refusal's explanation and the summary.
+ *
+ * Line breaks: each stream's own lines never glue (a stderr line after streamed thinking
+ * starts on a fresh stderr line). When stdout and stderr are one destination
+ * ({@link sameDestination}: a terminal, `2>&1`), a stderr line after unfinished answer text
+ * starts with a newline on stderr, so the reader sees it on a line of its own while stdout
+ * still holds the text alone. When they go to different places that newline would only be
+ * a stray blank line in stderr's file, so it is not written. No newline is ever added to
+ * stdout mid-answer: `run "…" > answer.md` holds what the model wrote.
+ */
+export function humanPrinter(): HumanPrinter {
+  const err = painter(() => process.stderr);
+  // Asked on the first write, not before the first LLM request (see painter).
+  let sameCache: boolean | undefined;
+  const shared = () => (sameCache ??= sameDestination());
+  let textOpen = false; // stdout's last byte is not a newline
+  let lastOpen = false; // the last write to either stream left its line open (what one shared destination shows)
   let thinking: "no" | "line-start" | "mid-line" = "no";
   const running = new Map<string, { args: Record<string, unknown>; timer: ReturnType<typeof setTimeout> }>();
+  const writeErr = (raw: string, painted = raw) => {
+    stderr().write(painted);
+    lastOpen = !raw.endsWith("\n");
+  };
   const endThinking = () => {
-    if (thinking === "mid-line") stderr().write("\n");
+    if (thinking === "mid-line") writeErr("\n");
     thinking = "no";
   };
   const line = (text: string) => {
     endThinking();
-    if (midLine) stdout().write("\n");
-    midLine = false;
-    stdout().write(`${text}\n`);
+    if (shared() && lastOpen) writeErr("\n");
+    writeErr(`${text}\n`);
+  };
+  const endAnswer = () => {
+    endThinking();
+    // On a shared destination a stderr line may already have ended stdout's line.
+    if (shared() ? lastOpen : textOpen) stdout().write("\n");
+    textOpen = false;
+    lastOpen = false;
   };
   return {
     event(e) {
@@ -69,20 +131,21 @@ export function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: Pr
       switch (e.type) {
         case "thinking-delta": {
           if (e.text === "") break;
-          if (midLine) stdout().write("\n");
-          midLine = false;
-          const start = thinking === "no" ? "∴ " : "";
-          stderr().write(err.dim(`${start}${e.text}`));
+          if (thinking === "no" && shared() && lastOpen) writeErr("\n");
+          const text = `${thinking === "no" ? "∴ " : ""}${e.text}`;
+          writeErr(text, err.dim(text));
           thinking = e.text.endsWith("\n") ? "line-start" : "mid-line";
           break;
         }
         case "text-delta":
+          if (e.text === "") break;
           stdout().write(e.text);
-          midLine = !e.text.endsWith("\n");
+          textOpen = !e.text.endsWith("\n");
+          lastOpen = textOpen;
           break;
         case "tool-start": {
           // One line per call, printed when it ends; a call still running after 1 s says so.
-          const timer = setTimeout(() => line(out.dim(`… ${e.name} ${shortArgs(e.arguments)} running`)), 1000);
+          const timer = setTimeout(() => line(err.dim(`… ${e.name} ${shortArgs(e.arguments)} running`)), 1000);
           running.set(e.id, { args: e.arguments, timer });
           break;
         }
@@ -90,14 +153,14 @@ export function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: Pr
           const started = running.get(e.id);
           running.delete(e.id);
           if (started) clearTimeout(started.timer);
-          const args = started ? ` ${out.dim(shortArgs(started.args))}` : "";
+          const args = started ? ` ${err.dim(shortArgs(started.args))}` : "";
           // A failure shows its error; a success the first line of what the model got back.
           const tail = e.ok
-            ? out.dim(firstLine(e.output, 80) === "" ? "" : ` → ${firstLine(e.output, 80)}`)
-            : ` ${out.red(firstLine(e.output, 120))}`;
+            ? err.dim(firstLine(e.output, 80) === "" ? "" : ` → ${firstLine(e.output, 80)}`)
+            : ` ${err.red(firstLine(e.output, 120))}`;
           line(
-            `${e.ok ? out.green("✓") : out.red("✗")} ${e.name}${args} ${
-              out.dim(`(${formatDuration(e.durationMs)})`)
+            `${e.ok ? err.green("✓") : err.red("✗")} ${e.name}${args} ${
+              err.dim(`(${formatDuration(e.durationMs)})`)
             }${tail}`,
           );
           break;
@@ -108,58 +171,63 @@ export function humanPrinter(): { event: (e: AgentEvent) => void; result: (r: Pr
           const point = isHookPoint(e.hook) ? HOOK_POINTS[e.hook] : undefined;
           if (e.outcome !== "objection" || point === undefined) break;
           if (point.effect === "injection" && point.reportedBy === undefined) {
-            line(out.cyan(`⟲ ${e.hook} context from ${e.server}: ${firstLine(e.text ?? "")}`));
+            line(err.cyan(`⟲ ${e.hook} context from ${e.server}: ${firstLine(e.text ?? "")}`));
           } else if (point.effect === "log") {
-            // Only logged: for people, a line on stderr beside the warnings.
-            if (midLine) stdout().write("\n");
-            midLine = false;
-            stderr().write(err.dim(`${e.hook} from ${e.server}: ${firstLine(e.text ?? "")}\n`));
+            line(err.dim(`${e.hook} from ${e.server}: ${firstLine(e.text ?? "")}`));
           } else if (point.effect === "objection") {
             // The first line, then up to 8 more lines of the objection, indented.
             const [first = "", ...more] = (e.text ?? "").trim().split("\n").filter((l) => l.trim() !== "");
-            line(out.yellow(`⟲ ${e.hook} objection from ${e.server}: ${first}`));
-            for (const l of more.slice(0, 8)) line(out.dim(`    ${l.length > 160 ? `${l.slice(0, 159)}…` : l}`));
-            if (more.length > 8) line(out.dim(`    … ${more.length - 8} more lines`));
+            line(err.yellow(`⟲ ${e.hook} objection from ${e.server}: ${first}`));
+            for (const l of more.slice(0, 8)) line(err.dim(`    ${l.length > 160 ? `${l.slice(0, 159)}…` : l}`));
+            if (more.length > 8) line(err.dim(`    … ${more.length - 8} more lines`));
           }
           break;
         }
         case "compaction":
-          line(out.cyan(
+          line(err.cyan(
             `⟲ context compacted: ${Math.round(e.beforeTokens / 1000)}k → ${Math.round(e.afterTokens / 1000)}k tokens` +
               (e.mode === "truncation" ? " (old turns dropped)" : `; _PostCompact: ${e.injected.join(", ") || "none"}`),
           ));
           break;
         case "warning":
-          if (midLine) stdout().write("\n");
-          midLine = false;
-          stderr().write(err.yellow(`warning: ${e.message}\n`));
+          line(err.yellow(`warning: ${e.message}`));
           break;
         case "round-start":
           break;
       }
     },
     result(r) {
-      if (r.refusal !== undefined) line(out.yellow(`⊘ refused: ${r.refusal}`));
-      line(out.dim(
+      endAnswer();
+      if (r.refusal !== undefined) line(err.yellow(`⊘ refused: ${r.refusal}`));
+      line(err.dim(
         `■ ${r.stopReason} · ${r.rounds} round${r.rounds === 1 ? "" : "s"} · ${r.toolCalls} tool call${
           r.toolCalls === 1 ? "" : "s"
         } · ` +
           `${r.objections} objection${r.objections === 1 ? "" : "s"} · ${formatDuration(r.durationMs)}`,
       ));
     },
+    error(message) {
+      endAnswer();
+      line(`error: ${message}`);
+    },
+    note: line,
   };
 }
 
 /**
  * `SPROUT_AGENT_SERVER_STDERR`: stdio servers' stderr lines on our stderr as `[name] line`,
- * shown by default except with `--json`; never on stdout.
+ * shown by default except with `--json`; never on stdout. With `printer` they go through its
+ * {@link HumanPrinter.note}, so they start on a fresh line as its own lines do.
  */
-export function serverStderrOption(json: boolean): { onServerStderr?: (server: string, line: string) => void } {
+export function serverStderrOption(
+  json: boolean,
+  printer?: Pick<HumanPrinter, "note">,
+): { onServerStderr?: (server: string, line: string) => void } {
   if (!serverStderrShown(process.env, !json)) return {};
-  const err = painter(process.stderr);
+  const err = painter(() => process.stderr);
+  const note = printer?.note ?? ((text: string) => stderr().write(`${text}\n`));
   return {
-    onServerStderr: (server, line) =>
-      stderr().write(`${err.dim(`[${server}]`)} ${visible(redact(line, printed.secrets))}\n`),
+    onServerStderr: (server, line) => note(`${err.dim(`[${server}]`)} ${visible(redact(line, printed.secrets))}`),
   };
 }
 

@@ -1,6 +1,6 @@
 /**
- * `cli.ts run`: one prompt through the agent, printed for people or, with `--json`, as one
- * event per line (SPEC section 11).
+ * `cli.ts run`: one prompt through the agent, printed for people (the answer on stdout, the
+ * rest on stderr) or, with `--json`, as one event per line (SPEC section 11).
  * @module
  */
 
@@ -12,7 +12,7 @@ import type { AgentEvent, PromptResult } from "../conversation/events.ts";
 import { AgentError, isAbortError } from "../util/errors.ts";
 import { configSecrets, redact, redactEvent } from "../util/redact.ts";
 import { parseRunArgs } from "./args.ts";
-import { exit, isExiting, printed, stderr, stdout } from "./io.ts";
+import { exit, isExiting, printed, stdout } from "./io.ts";
 import { humanPrinter, serverStderrOption } from "./render.ts";
 import { loadServers } from "./servers.ts";
 
@@ -40,10 +40,11 @@ export async function run(args: string[]): Promise<number> {
   if (prompt.trim() === "") throw new AgentError("usage", "Missing prompt: the prompt is empty");
 
   const json = parsed.json;
-  const serverStderr = serverStderrOption(json);
   const emitJson = (value: Record<string, unknown>) =>
     stdout().write(`${JSON.stringify(redactEvent(value as { type: string }, secrets))}\n`);
+  // Without --json stdout is the answer alone; all else goes to stderr (render.ts).
   const printer = json ? undefined : humanPrinter();
+  const serverStderr = serverStderrOption(json, printer);
   const human = printer === undefined ? undefined : {
     event: (e: AgentEvent) => printer.event(redactEvent(e, secrets)),
     result: (r: PromptResult) =>
@@ -112,7 +113,7 @@ export async function run(args: string[]): Promise<number> {
       await agent.close(); // _SessionEnd's events come before the last line
       const message = redact(error instanceof Error ? error.message : String(error), secrets);
       if (json) emitJson({ type: "error", message });
-      else stderr().write(`error: ${message}\n`);
+      else printer!.error(message);
       return 1;
     }
     // The session ends here (_SessionEnd, SPEC 7.5), so that its events come before the result.
