@@ -360,13 +360,15 @@ describe("cli.ts run", { concurrency: 4 }, () => {
     });
   });
 
-  test("colour on a terminal, none with NO_COLOR", {
+  test("colour on a terminal, none with NO_COLOR; stdout and stderr on one terminal show each line on its own", {
     skip: !existsSync("/usr/bin/script") && "needs script(1) for a pseudo-terminal",
   }, async () => {
     const script = join(dir, "colour.json");
     writeFileSync(
       script,
-      JSON.stringify([{ toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }] }, { text: "done" }]),
+      JSON.stringify([{ text: "calling", toolCalls: [{ name: "fx__echo", arguments: { text: "hi" } }] }, {
+        text: "done",
+      }]),
     );
     const cfg = mcpConfig({ fx: {} });
     const argv = [...tsCommand(join(repoRoot, "cli.ts")), "run", "--mcp-config", cfg, "go"].map((a) =>
@@ -386,6 +388,8 @@ describe("cli.ts run", { concurrency: 4 }, () => {
     assert.match(coloured, /\x1b\[32m✓\x1b\[0m fx__echo/);
     // deno-lint-ignore no-control-regex
     assert.doesNotMatch(plain, /\x1b\[/);
+    // The tool line (stderr) after "calling" (stdout, no newline) starts on a line of its own.
+    assert.match(plain, /(^|\n)calling\r?\n✓ fx__echo \{"text":"hi"\} \(\d+ ms\) → hi\r?\ndone\r?\n■ end_turn /);
   });
 
   test("--help lists flags and variables; --version prints the version", async () => {
