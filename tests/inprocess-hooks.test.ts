@@ -127,7 +127,7 @@ describe("in-process hooks (SPEC 4.7)", () => {
           [
             "b",
             "error",
-            'Hook "_UserPromptSubmit" of in-process hooks "b" returned an error: the function returned number, not a string',
+            'Hook "_UserPromptSubmit" of in-process hooks "b" returned an error: the function returned number, not a string or an object',
           ],
           ["c", "none", undefined],
         ],

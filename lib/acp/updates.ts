@@ -5,14 +5,15 @@
  * @module
  */
 
-import type { AgentEvent, PromptResult } from "../conversation/events.ts";
+import type { AgentEvent, HookDecision, PromptResult } from "../conversation/events.ts";
+import { hookAnswerWords } from "../hooks/decisions.ts";
 import { HOOK_POINTS, type HookName, type HookPoint } from "../hooks/points.ts";
 
 /** One `session/update` payload (the `update` field), `sessionUpdate` first. */
 export type SessionUpdate = { sessionUpdate: string } & Record<string, unknown>;
 
 /**
- * The updates one loop event becomes (zero, one or two), and a line for the log, if any.
+ * The updates one loop event becomes (zero to three), and a line for the log, if any.
  * @example sessionUpdates({ type: "text-delta", text: "Hi" }).updates
  * // [{sessionUpdate: "agent_message_chunk", content: {type: "text", text: "Hi"}}]
  */
@@ -65,12 +66,20 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
           log: `${event.hook} hook ${JSON.stringify(event.server)} said: ${oneLine(event.text ?? "")}`,
         };
       }
+      const note = event.decision?.systemMessage?.trim()
+        ? [
+          thought(
+            `${event.hook} hook ${JSON.stringify(event.server)} notes: ${oneLine(event.decision.systemMessage)}\n`,
+          ),
+        ]
+        : [];
       if (event.outcome === "objection") {
-        const line = oneLine(event.text ?? "");
-        const verb = effect === "objection" ? "objected" : "added context";
+        const [verb, said] = hookAnswerWords(effect, event.text, event.decision);
+        const line = oneLine(said ?? "");
         const text = `${event.hook} hook ${JSON.stringify(event.server)} ${verb}${line === "" ? "" : `: ${line}`}\n`;
-        return { updates: [{ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } }] };
+        return { updates: [thought(text), ...note] };
       }
+      if (note.length > 0 && event.message === undefined) return { updates: note };
       if (event.outcome === "none" && event.message === undefined) return { updates: [] };
       return {
         updates: [],
@@ -96,13 +105,22 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
 
 /**
  * The updates sent after a prompt ends, before its `session/prompt` response: for a refusal,
- * its explanation as an `agent_message_chunk`, since the `refusal` stop reason alone carries
+ * its explanation as an `agent_message_chunk`, and for a prompt a hook halted (stop reason
+ * `end_turn`), the hook, its server and its reason, since the stop reason alone carries
  * no text (ACP asks agents without the client's `session.notices` capability to use an agent
  * message for information the user should see).
  * @example resultUpdates({ stopReason: "refusal", refusal: "no", rounds: 1, toolCalls: 0, objections: 0, usage: { inputTokens: 0, outputTokens: 0 }, durationMs: 1 })
  * // [{sessionUpdate: "agent_message_chunk", content: {type: "text", text: "\n\nRefused: no\n"}}]
  */
 export function resultUpdates(result: PromptResult): SessionUpdate[] {
+  // A hook's halt (SPEC 7.7) ends the prompt with `end_turn`; the person is told why.
+  if (result.halt !== undefined) {
+    const { hook, server, reason } = result.halt;
+    return [{
+      sessionUpdate: "agent_message_chunk",
+      content: { type: "text", text: `\n\nHalted by the ${hook} hook of ${JSON.stringify(server)}: ${reason}\n` },
+    }];
+  }
   if (result.stopReason !== "refusal" || result.refusal === undefined) return [];
   return [{
     sessionUpdate: "agent_message_chunk",
@@ -114,4 +132,9 @@ export function resultUpdates(result: PromptResult): SessionUpdate[] {
 function oneLine(text: string): string {
   const line = text.split("\n").map((l) => l.trim()).find((l) => l !== "") ?? "";
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+}
+
+/** An `agent_thought_chunk` update with `text`. */
+function thought(text: string): SessionUpdate {
+  return { sessionUpdate: "agent_thought_chunk", content: { type: "text", text } };
 }

@@ -8,9 +8,10 @@
 import process from "node:process";
 import type { Config } from "../config/config.ts";
 import { AgentError, isAbortError } from "../util/errors.ts";
-import { type AgentEvent, NO_REFUSAL_EXPLANATION, type PromptResult } from "../conversation/events.ts";
+import { type AgentEvent, type HookHalt, NO_REFUSAL_EXPLANATION, type PromptResult } from "../conversation/events.ts";
 import { type HookContext, hookMeta, MAX_HOOK_CONTEXT_TEXT_BYTES } from "../hooks/points.ts";
 import { HookRunner, type InProcessHooks } from "../hooks/runner.ts";
+import { type PermissionAsk, toolCallHooks } from "../hooks/tool-hooks.ts";
 import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
 import { clampUtf8 } from "../util/utf8.ts";
 import type { ToolRegistry } from "../mcp/types.ts";
@@ -50,6 +51,11 @@ export interface SessionOptions {
   cwd?: string;
   /** In-process hook functions, beside the servers' hooks (SPEC section 4.7); default none. */
   hooks?: InProcessHooks;
+  /**
+   * Answers a `_PreToolUse` `ask` (SPEC section 7.6); default none: an `ask` denies the call
+   * with a reason saying no one could be asked.
+   */
+  ask?: PermissionAsk;
 }
 
 /**
@@ -77,6 +83,8 @@ interface PromptState {
   objectedLast: boolean;
   /** `pause_turn` continuations in a row. */
   pauses: number;
+  /** The first hook answer that halted the prompt (`continue: false`, SPEC 7.7). */
+  halt?: HookHalt;
 }
 
 /**
@@ -115,6 +123,13 @@ export class AgentSession {
   /** `_SessionStart` items waiting for the first prompt (SPEC section 7.5). */
   #pending: HistoryItem[] = [];
   #emit: (event: AgentEvent) => void = () => {};
+  /** The prompt running now, for the halts its hooks announce. */
+  #current: PromptState | undefined;
+  /** A `_SessionStart` halt, waiting for the first prompt (which then ends at once). */
+  #sessionHalt: HookHalt | undefined;
+  /** True while `_SessionStart` runs: a halt then is kept for the first prompt. */
+  #collectHalts = false;
+  readonly #ask: PermissionAsk | undefined;
   #busy = false;
   #idCounter = 0;
 
@@ -129,11 +144,18 @@ export class AgentSession {
     this.#registry = options.registry;
     this.#now = options.now ?? Date.now;
     this.#cwd = options.cwd ?? process.cwd();
+    this.#ask = options.ask;
     this.#hooks = new HookRunner({
       registry: options.registry,
       allow: options.config.hookServers,
       timeoutMs: options.config.hookTimeoutMs,
       onEvent: (event) => this.#emit(event),
+      // A halt outside a prompt is _SessionStart's (kept for the first prompt, see start()) or
+      // _SessionEnd's (nothing is left to halt).
+      onHalt: (halt) => {
+        if (this.#current !== undefined) this.#current.halt ??= halt;
+        else if (this.#collectHalts) this.#sessionHalt ??= halt;
+      },
       ...(options.hooks === undefined ? {} : { inProcess: options.hooks }),
     });
     this.#compactor = new Compactor({
@@ -161,9 +183,12 @@ export class AgentSession {
    * @param onEvent receives the `hook` and `warning` events of the calls
    */
   start(onEvent: (event: AgentEvent) => void = () => {}): Promise<void> {
-    this.#starting ??= this.#sessionHook("_SessionStart", onEvent).then((items) => {
-      this.#pending = items;
-    });
+    if (this.#starting === undefined) {
+      this.#collectHalts = true;
+      this.#starting = this.#sessionHook("_SessionStart", onEvent).then((items) => {
+        this.#pending = items;
+      }).finally(() => (this.#collectHalts = false));
+    }
     return this.#starting;
   }
 
@@ -216,6 +241,7 @@ export class AgentSession {
       (error: unknown) => close({ error }),
     ).finally(() => {
       this.#busy = false;
+      this.#current = undefined;
       this.#emit = () => {};
     });
     return stream;
@@ -243,6 +269,9 @@ export class AgentSession {
       objectedLast: false,
       pauses: 0,
     };
+    if (this.#sessionHalt !== undefined) prompt.halt = this.#sessionHalt;
+    this.#sessionHalt = undefined;
+    this.#current = prompt;
     // _SessionStart (first prompt) and _UserPromptSubmit output follows the user item: the
     // shape of a tool round, which every wire format and chat template accepts (SPEC 7.5).
     this.history.push(...this.#pending);
@@ -262,10 +291,13 @@ export class AgentSession {
   /** One round; resolves with the prompt's result when the round ends the prompt, else `undefined`. */
   async #round(prompt: PromptState): Promise<PromptResult | undefined> {
     const { maxRounds } = this.#config;
+    // A hook's `continue: false` (SPEC 7.7) ends the prompt before any further model call.
+    if (prompt.halt !== undefined) return this.#finish(prompt, "end_turn");
     if (maxRounds > 0 && prompt.rounds >= maxRounds) return this.#finish(prompt, "max_turn_requests");
     if (prompt.signal.aborted) return this.#finish(prompt, "cancelled");
     const tools = await this.#compact(prompt);
     if (tools === "cancelled") return this.#finish(prompt, "cancelled");
+    if (prompt.halt !== undefined) return this.#finish(prompt, "end_turn");
     this.#emit({ type: "round-start", round: prompt.rounds + 1 });
     const called = await this.#callModel(prompt, tools);
     if (called === "cancelled") return this.#finish(prompt, "cancelled");
@@ -281,8 +313,17 @@ export class AgentSession {
 
   /** The prompt's result with `stopReason` and the counts so far. */
   #finish(prompt: PromptState, stopReason: StopReason): PromptResult {
-    const { rounds, toolCalls, objections, usage } = prompt;
-    return { stopReason, rounds, toolCalls, objections, usage, durationMs: this.#now() - prompt.started };
+    const { rounds, toolCalls, objections, usage, halt } = prompt;
+    const result: PromptResult = {
+      stopReason,
+      rounds,
+      toolCalls,
+      objections,
+      usage,
+      durationMs: this.#now() - prompt.started,
+    };
+    if (halt !== undefined && stopReason === "end_turn") result.halt = halt;
+    return result;
   }
 
   /**
@@ -395,7 +436,8 @@ export class AgentSession {
       hookMeta(prompt.rounds, this.stopRejections, max, this.#hookContext(prompt)),
       this.history,
     );
-    if (injected.length === 0) return this.#finish(prompt, "end_turn");
+    // A halt ends the turn as it is: no objection is injected or counted (SPEC 7.7).
+    if (injected.length === 0 || prompt.halt !== undefined) return this.#finish(prompt, "end_turn");
     this.stopRejections++;
     prompt.objections++;
     prompt.objectedLast = true;
@@ -429,6 +471,12 @@ export class AgentSession {
       refused: prepared.refused,
       emit: this.#emit,
       now: this.#now,
+      hooks: toolCallHooks({
+        runner: this.#hooks,
+        registry: this.#registry,
+        meta: () => hookMeta(prompt.rounds, this.stopRejections, config.stopMaxRejections, this.#hookContext(prompt)),
+        ...(this.#ask === undefined ? {} : { ask: this.#ask }),
+      }),
     });
     calls.forEach((call, i) => {
       const outcome = results[i] ??

@@ -11,7 +11,8 @@ import { TOOL_NAME_PATTERN } from "../mcp/registry-tools.ts";
 import type { ToolOutcome, ToolRegistry } from "../mcp/types.ts";
 import { historyIndex } from "../conversation/history-index.ts";
 import { contentText, formatToolContent } from "../conversation/results.ts";
-import type { HistoryItem, LlmResponse, ToolCall } from "../conversation/types.ts";
+import type { HistoryItem, LlmResponse, ResultBlock, ToolCall } from "../conversation/types.ts";
+import type { ToolCallHooks } from "../hooks/tool-hooks.ts";
 
 /** The name kept in history for a tool call whose name no LLM API accepts. */
 export const INVALID_TOOL_NAME = "invalid_tool_name";
@@ -86,6 +87,11 @@ export interface RunToolCallsOptions {
   emit: (event: AgentEvent) => void;
   /** Milliseconds clock for durations. */
   now: () => number;
+  /**
+   * `_PreToolUse` and `_PostToolUse` around each call that runs (SPEC section 7.6); default
+   * none. A call refused above, or cancelled, calls no hook.
+   */
+  hooks?: ToolCallHooks;
 }
 
 /**
@@ -106,20 +112,35 @@ export async function runToolCalls(calls: readonly ToolCall[], options: RunToolC
       options.emit({ type: "tool-start", id: call.id, name: call.name, arguments: call.arguments });
       let outcome: ToolOutcome;
       const refusal = options.refused[call.id];
+      // The hooks run outside the cancel (SPEC 4.6), but a cancel during _PreToolUse runs nothing.
+      const before = signal.aborted || refusal !== undefined || options.hooks === undefined
+        ? undefined
+        : await options.hooks.before(call, signal);
       if (signal.aborted) outcome = cancelled();
       else if (refusal !== undefined) outcome = { content: [{ type: "text", text: refusal }], isError: true };
+      else if (before !== undefined && !before.run) outcome = before.outcome;
       else {
+        const args = before?.arguments ?? call.arguments;
+        let ran = false;
         try {
           const raw = await raceAbort(
-            options.registry.callTool(call.name, call.arguments, { signal, timeoutMs: options.timeoutMs }),
+            options.registry.callTool(call.name, args, { signal, timeoutMs: options.timeoutMs }),
             signal,
           );
           outcome = { content: formatToolContent(raw.content, options.maxResultBytes), isError: raw.isError };
+          ran = true;
         } catch (error) {
           outcome = signal.aborted || isAbortError(error) ? cancelled() : {
             content: [{ type: "text", text: `Tool call failed: ${(error as Error).message}` }],
             isError: true,
           };
+          ran = !(signal.aborted || isAbortError(error));
+        }
+        const notes: ResultBlock[] = before?.run ? before.notes : [];
+        if (options.hooks !== undefined && ran && !signal.aborted) {
+          outcome = await options.hooks.after({ ...call, arguments: args }, outcome, notes);
+        } else if (notes.length > 0 && !signal.aborted) {
+          outcome = { ...outcome, content: [...outcome.content, ...notes] };
         }
       }
       results[index] = outcome;

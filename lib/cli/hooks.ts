@@ -69,9 +69,16 @@ export async function hooks(args: string[]): Promise<number> {
 
 /** A dry-run outcome in the words of the hook point's effect (lib/hooks/points.ts). */
 function dryRunOutcome(hook: string, outcome: HookOutcome): string {
-  const objects = isHookPoint(hook) && HOOK_POINTS[hook].effect === "objection";
-  if (outcome === "objection") return objects ? "objects" : "injects";
-  if (outcome === "none") return objects ? "no objection" : "nothing to inject";
+  const effect = isHookPoint(hook) ? HOOK_POINTS[hook].effect : "injection";
+  const words: readonly [string, string] = ({
+    objection: ["objects", "no objection"],
+    injection: ["injects", "nothing to inject"],
+    log: ["injects", "nothing to inject"],
+    deny: ["decides", "no opinion"],
+    append: ["appends", "nothing to append"],
+  } as const)[effect];
+  if (outcome === "objection") return words[0];
+  if (outcome === "none") return words[1];
   return outcome === "timeout" ? "timed out" : "error";
 }
 
@@ -101,7 +108,8 @@ function printHookReport(report: ServerCheck[], warnings: string[], none: boolea
         : `${dryRunOutcome(h.name, h.outcome)} in ${formatDuration(h.durationMs ?? 0)}${
           h.text === undefined ? "" : `: ${firstLine(h.text, 100)}`
         }`;
-      print(`  ${mark} ${h.name} ${out.dim(what)}`);
+      const tools = h.tools === undefined ? "" : ` (tools: ${h.tools.length === 0 ? "none" : h.tools.join(", ")})`;
+      print(`  ${mark} ${h.name}${tools} ${out.dim(what)}`);
       for (const problem of h.problems) print(`      ${out.red(problem)}`);
     }
   }

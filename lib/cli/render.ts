@@ -10,6 +10,7 @@ import process from "node:process";
 import { serverStderrShown } from "../config/config.ts";
 import type { AgentEvent, PromptResult } from "../conversation/events.ts";
 import { isHookPoint } from "../hooks/check.ts";
+import { hookAnswerWords } from "../hooks/decisions.ts";
 import { HOOK_POINTS } from "../hooks/points.ts";
 import { redact } from "../util/redact.ts";
 import { formatDuration } from "../util/time.ts";
@@ -169,8 +170,15 @@ export function humanPrinter(): HumanPrinter {
           // How a hook's output shows follows its point's effect (lib/hooks/points.ts); a
           // point another event reports (_PostCompact: the compaction line) gets no line here.
           const point = isHookPoint(e.hook) ? HOOK_POINTS[e.hook] : undefined;
+          const note = e.decision?.systemMessage?.trim();
+          if (note) line(err.dim(`${e.hook} from ${e.server} notes: ${firstLine(note)}`));
           if (e.outcome !== "objection" || point === undefined) break;
-          if (point.effect === "injection" && point.reportedBy === undefined) {
+          if (point.effect === "deny" || point.effect === "append" || e.decision?.continue === false) {
+            // The tool points, and any halt (SPEC 7.6, 7.7): what the hook did, in words.
+            const [verb, said] = hookAnswerWords(point.effect, e.text, e.decision);
+            const what = firstLine(said ?? "");
+            line(err.yellow(`⟲ ${e.hook} from ${e.server} ${verb}${what === "" ? "" : `: ${what}`}`));
+          } else if (point.effect === "injection" && point.reportedBy === undefined) {
             line(err.cyan(`⟲ ${e.hook} context from ${e.server}: ${firstLine(e.text ?? "")}`));
           } else if (point.effect === "log") {
             line(err.dim(`${e.hook} from ${e.server}: ${firstLine(e.text ?? "")}`));
@@ -199,6 +207,7 @@ export function humanPrinter(): HumanPrinter {
     result(r) {
       endAnswer();
       if (r.refusal !== undefined) line(err.yellow(`⊘ refused: ${r.refusal}`));
+      if (r.halt !== undefined) line(err.yellow(`⊘ halted by ${r.halt.hook} from ${r.halt.server}: ${r.halt.reason}`));
       line(err.dim(
         `■ ${r.stopReason} · ${r.rounds} round${r.rounds === 1 ? "" : "s"} · ${r.toolCalls} tool call${
           r.toolCalls === 1 ? "" : "s"

@@ -128,6 +128,7 @@ export async function run(args: string[]): Promise<number> {
         usage: result.usage,
         durationMs: result.durationMs,
         ...(result.refusal === undefined ? {} : { refusal: result.refusal }),
+        ...(result.halt === undefined ? {} : { halt: result.halt }),
       });
     } else human!.result(result);
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;

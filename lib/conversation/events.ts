@@ -15,6 +15,48 @@ import type { StopReason, Usage } from "./types.ts";
 export type HookOutcome = "objection" | "none" | "timeout" | "error";
 
 /**
+ * A typed hook answer. Every field is optional; a hook that sends none of them answers in
+ * plain text as before. Which fields a point reads is SPEC section 7.7's table (lib/hooks/decisions.ts reads it):
+ * - `decision`: `_PreToolUse`: `allow` | `deny` | `ask`; `_Stop`: `block` (an objection).
+ * - `reason`: why (the denial the model reads, the objection, the question asked).
+ * - `updatedInput`: `_PreToolUse`: the arguments to run the tool with instead.
+ * - `additionalContext`: text for the model (injected, or appended to a tool's result).
+ * - `updatedResult`: `_PostToolUse`: replaces the text of the tool's result.
+ * - `continue: false` with `stopReason`: halts the prompt now, at any point.
+ * - `systemMessage`: a note for the person only, never sent to the model.
+ * @example
+ * const answer: HookDecision = { decision: "deny", reason: "writes outside the project are not allowed" };
+ */
+export interface HookDecision {
+  /** `allow`, `deny` or `ask` (`_PreToolUse`); `block` (`_Stop`: an objection). */
+  decision?: "allow" | "deny" | "ask" | "block";
+  /** Why; for `deny` the text the model gets, for `block` the objection, for `ask` the question. */
+  reason?: string;
+  /** `_PreToolUse`: replaces the call's arguments (checked against the tool's input schema). */
+  updatedInput?: Record<string, unknown>;
+  /** Text for the model: injected (session points, `_Stop`) or appended to the tool result (tool points). */
+  additionalContext?: string;
+  /** `_PostToolUse`: the text that replaces the tool result's text content. */
+  updatedResult?: string;
+  /** `false` halts the prompt at once: no further model call (default true). */
+  continue?: boolean;
+  /** With `continue: false`: why, shown to the person and kept in the result. */
+  stopReason?: string;
+  /** A note shown to the person only (CLI stderr, ACP log); never sent to the model. */
+  systemMessage?: string;
+}
+
+/** A prompt halted by a hook's `continue: false` (SPEC section 7.7). */
+export interface HookHalt {
+  /** The hook point that halted it (`_PreToolUse`, …). */
+  hook: string;
+  /** The server (or in-process group) whose hook said so. */
+  server: string;
+  /** Its `stopReason`, or a sentence naming the hook and the server. */
+  reason: string;
+}
+
+/**
  * Every event of a prompt run. `type` is always the first key.
  * @example
  * for await (const event of agent.prompt("go")) {
@@ -39,7 +81,11 @@ export type AgentEvent =
    * the text sent to the LLM (after truncation).
    */
   | { type: "tool-end"; id: string; name: string; ok: boolean; durationMs: number; output: string }
-  /** One hook call on one server finished. `text` is the objection or injected text. */
+  /**
+   * One hook call on one server finished. `text` is the objection or injected text;
+   * `decision` the typed answer, when the hook sent one (SPEC 7.7); `toolCallId` the call a
+   * tool point's hook was about (SPEC 7.6).
+   */
   | {
     type: "hook";
     hook: string;
@@ -48,6 +94,8 @@ export type AgentEvent =
     durationMs: number;
     text?: string;
     message?: string;
+    toolCallId?: string;
+    decision?: HookDecision;
   }
   /** The context was compacted (SPEC section 8); sizes in estimated tokens. */
   | {
@@ -89,6 +137,11 @@ export interface PromptResult {
    * {@link NO_REFUSAL_EXPLANATION} when it gave none.
    */
   refusal?: string;
+  /**
+   * Present when a hook halted the prompt (`continue: false`, SPEC section 7.7); `stopReason`
+   * is then `end_turn`.
+   */
+  halt?: HookHalt;
 }
 
 /** The `refusal` of a {@link PromptResult} when the provider gave no explanation. */

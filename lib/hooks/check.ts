@@ -8,7 +8,7 @@
 
 import { hooksEnabledFor, type HookServers } from "../config/config.ts";
 import { HOOK_TIMEOUTS_BEFORE_KILL, HookRunner } from "./runner.ts";
-import { HOOK_POINTS, type HookMeta, hookMeta, type HookName } from "./points.ts";
+import { HOOK_POINTS, type HookMeta, hookMeta, type HookName, toolPatternsOf } from "./points.ts";
 import type { HookOutcome } from "../conversation/events.ts";
 import type { McpTool, ToolRegistry } from "../mcp/types.ts";
 import { formatSeconds } from "../util/time.ts";
@@ -82,6 +82,20 @@ export function schemaProblem(schema: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * What the dry run sends the tool points besides `dryRun: true` (SPEC section 11): a sample
+ * call of a tool `example__tool`, so a hook that reads its `toolCall` can be tried.
+ */
+const DRY_RUN_TOOL: Partial<Record<HookName, Pick<HookMeta, "toolCall" | "toolResult">>> = {
+  _PreToolUse: {
+    toolCall: { id: "dryrun000", name: "example__tool", server: "example", tool: "tool", arguments: {} },
+  },
+  _PostToolUse: {
+    toolCall: { id: "dryrun000", name: "example__tool", server: "example", tool: "tool", arguments: {} },
+    toolResult: { text: "", isError: false },
+  },
+};
+
 /** What `cli.ts hooks` found for one `_`-named tool of one server. */
 export interface HookCheck {
   /** The tool's name, `_Stop` for example. */
@@ -96,6 +110,11 @@ export interface HookCheck {
   durationMs?: number;
   /** The text the hook returned, when it objected (or had text to inject). */
   text?: string;
+  /**
+   * The tool points: the globs over qualified tool names it declares
+   * (`_meta["sprout-agent/hook"].tools`, SPEC 7.6); absent when it applies to every tool.
+   */
+  tools?: string[];
   /** Each way it breaks the contract; empty when it keeps it. */
   problems: string[];
 }
@@ -144,7 +163,15 @@ export async function checkHooks(registry: ToolRegistry, options: {
     const hooks = (listed.get(server) ?? []).map((tool): HookCheck => {
       const point = isHookPoint(tool.name);
       const problem = point ? schemaProblem(tool.inputSchema) : undefined;
-      return { name: tool.name, point, enabled: point && enabled, problems: problem === undefined ? [] : [problem] };
+      const check: HookCheck = {
+        name: tool.name,
+        point,
+        enabled: point && enabled,
+        problems: problem === undefined ? [] : [problem],
+      };
+      const patterns = point ? toolPatternsOf(tool) : undefined;
+      if (patterns !== undefined) check.tools = patterns;
+      return check;
     });
     return { server, enabled, ...(failure === undefined ? {} : { error: failure.message }), hooks };
   });
@@ -152,7 +179,9 @@ export async function checkHooks(registry: ToolRegistry, options: {
   const points = Object.keys(HOOK_POINTS).filter(isHookPoint);
   // One point after the other: a server sees one dry-run call at a time, in table order.
   for (const point of points) {
-    const meta: HookMeta = Object.assign(hookMeta(1, 0, options.maxRejections), { dryRun: true });
+    const meta: HookMeta = Object.assign(hookMeta(1, 0, options.maxRejections), DRY_RUN_TOOL[point] ?? {}, {
+      dryRun: true,
+    });
     for (const result of await runner.run(point, meta)) {
       const check = report.find((s) => s.server === result.server)?.hooks.find((h) => h.name === point);
       if (check === undefined) continue;

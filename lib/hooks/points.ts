@@ -20,7 +20,17 @@ export type HookEffect =
   /** Non-blank output is injected into the history as it is; nothing else changes. */
   | "injection"
   /** Non-blank output is only reported (a `hook` event with its text); nothing reaches the model. */
-  | "log";
+  | "log"
+  /**
+   * `_PreToolUse`: non-blank output denies the tool call (the output, as JSON, is the call's
+   * error result); a typed answer may also allow, ask or rewrite the arguments (SPEC 7.6).
+   */
+  | "deny"
+  /**
+   * `_PostToolUse`: non-blank output is appended, as JSON, to the tool's result for the
+   * model; a typed answer may also replace the result's text (SPEC 7.6).
+   */
+  | "append";
 
 /**
  * The hooks the agent calls, the keys of {@link HOOK_POINTS} (SPEC section 1); any other
@@ -28,7 +38,14 @@ export type HookEffect =
  * @example
  * const hooks: HookName[] = ["_Stop", "_PostCompact"];
  */
-export type HookName = "_Stop" | "_PostCompact" | "_SessionStart" | "_UserPromptSubmit" | "_SessionEnd";
+export type HookName =
+  | "_Stop"
+  | "_PostCompact"
+  | "_SessionStart"
+  | "_UserPromptSubmit"
+  | "_SessionEnd"
+  | "_PreToolUse"
+  | "_PostToolUse";
 
 /** One row of {@link HOOK_POINTS}. */
 export interface HookPoint {
@@ -101,7 +118,56 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
     effect: "log",
     where: "AgentSession#end (lib/agent/loop.ts), called by Agent.close (lib/agent/agent.ts)",
   },
+  _PreToolUse: {
+    event: "PreToolUse",
+    when:
+      "The model asked for a tool call and its arguments were parsed: before the call is sent to its server (each call of the response; only hooks whose declared tools match its name).",
+    input:
+      "`round`: the round whose response made the call; `toolCall`: the call (id, qualified name, server, bare name, arguments).",
+    effect: "deny",
+    where: "toolCallHooks (lib/hooks/tool-hooks.ts), from runToolCalls (lib/agent/tool-calls.ts), per call",
+  },
+  _PostToolUse: {
+    event: "PostToolUse",
+    when:
+      "A tool call's result arrived (an error result included, not a cancel or a denied call): before it enters the history.",
+    input:
+      "`round`: as for _PreToolUse; `toolCall`: the call as it ran; `toolResult`: its text (4 KiB at most) and isError.",
+    effect: "append",
+    where: "toolCallHooks (lib/hooks/tool-hooks.ts), from runToolCalls (lib/agent/tool-calls.ts), per call",
+  },
 };
+
+/**
+ * The tools a hook tool applies to, from its definition's `_meta["sprout-agent/hook"].tools`
+ * (an array of globs over qualified tool names, SPEC section 7.6), or `undefined` when it
+ * declares none (every tool). Entries that are not strings are ignored; an array with no
+ * string matches no tool.
+ * @example toolPatternsOf({ name: "_PreToolUse", _meta: { "sprout-agent/hook": { tools: ["fs__write_*"] } } }) // ["fs__write_*"]
+ */
+export function toolPatternsOf(tool: { readonly [key: string]: unknown } | undefined): string[] | undefined {
+  const meta = tool?._meta;
+  if (typeof meta !== "object" || meta === null) return undefined;
+  const hook = (meta as Record<string, unknown>)["sprout-agent/hook"];
+  if (typeof hook !== "object" || hook === null) return undefined;
+  const tools = (hook as Record<string, unknown>).tools;
+  if (!Array.isArray(tools)) return undefined;
+  return tools.filter((t): t is string => typeof t === "string");
+}
+
+/** The tool call a tool point's hook receives as `_meta["sprout-agent/hook"].toolCall` (SPEC 7.6). */
+export interface HookToolCall {
+  /** The call id, as it is in the history. */
+  id: string;
+  /** The qualified name the model used (`fs__write_file`). */
+  name: string;
+  /** The server the call goes to, by its configured name. */
+  server: string;
+  /** The tool's bare name on that server (`write_file`). */
+  tool: string;
+  /** The arguments (after a `_PreToolUse` rewrite, for `_PostToolUse`). */
+  arguments: Record<string, unknown>;
+}
 
 /** Largest `lastAssistantText` sent in a hook's `_meta`, in UTF-8 bytes (SPEC section 2.3). */
 export const MAX_HOOK_CONTEXT_TEXT_BYTES = 4096;
@@ -147,6 +213,13 @@ export interface HookMeta {
    * `_SessionEnd` the number of prompts the session ran.
    */
   prompt?: number;
+  /** The tool points only: the call (SPEC section 7.6). */
+  toolCall?: HookToolCall;
+  /**
+   * `_PostToolUse` only: the result's text (text blocks joined with `\n`, cut to
+   * {@link MAX_HOOK_CONTEXT_TEXT_BYTES} with a `[truncated]` marker) and whether it is an error.
+   */
+  toolResult?: { text: string; isError: boolean };
 }
 
 /** The fields of {@link HookMeta} that describe the session rather than the `_Stop` budget. */

@@ -9,11 +9,12 @@
 import { numberedCallId, unusedId, usedCallIds } from "../conversation/call-ids.ts";
 import { hooksEnabledFor, type HookServers } from "../config/config.ts";
 import { AgentError } from "../util/errors.ts";
-import type { AgentEvent, HookOutcome } from "../conversation/events.ts";
+import type { AgentEvent, HookHalt, HookOutcome } from "../conversation/events.ts";
 import type { CallToolResult, ToolRegistry } from "../mcp/types.ts";
 import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
 import { formatSeconds } from "../util/time.ts";
-import { HOOK_POINTS, type HookContext, type HookMeta, type HookName } from "./points.ts";
+import { HOOK_POINTS, type HookContext, type HookMeta, type HookName, toolPatternsOf } from "./points.ts";
+import { type HookDecision, parseDecision } from "./decisions.ts";
 import { clampUtf8 } from "../util/utf8.ts";
 import type { HistoryItem } from "../conversation/types.ts";
 
@@ -34,17 +35,21 @@ export type HookCall = { event: string } & Omit<HookMeta, keyof HookContext> & H
 
 /**
  * An in-process hook (SPEC section 4.7): returns the hook's text, like an MCP hook's text
- * output: non-blank text objects (`_Stop`) or is injected (`_PostCompact`, `_SessionStart`,
- * `_UserPromptSubmit`) or logged (`_SessionEnd`); `""` or `undefined` says nothing. A throw or
- * a rejection is an `error` outcome. `signal` aborts when the call times out
- * (`hookTimeoutMs`); two timeouts in a row disable the function's group for the session.
+ * output: non-blank text objects (`_Stop`), denies the call (`_PreToolUse`), is appended to
+ * the tool's result (`_PostToolUse`), is injected (`_PostCompact`, `_SessionStart`,
+ * `_UserPromptSubmit`) or logged (`_SessionEnd`); `""` or `undefined` says nothing. It may
+ * return a typed answer instead ({@link HookDecision}, SPEC section 7.7), as an MCP hook's
+ * `structuredContent`. A throw or a rejection is an `error` outcome. `signal` aborts when the
+ * call times out (`hookTimeoutMs`); two timeouts in a row disable the function's group for the
+ * session.
  * @example
  * const stop: HookHandler = async (ctx, signal) => (await testsPass(ctx.cwd, signal)) ? "" : "Tests fail";
+ * const guard: HookHandler = (ctx) => ctx.toolCall?.tool === "rm" ? { decision: "deny", reason: "no rm" } : undefined;
  */
 export type HookHandler = (
   context: HookCall,
   signal: AbortSignal,
-) => string | undefined | Promise<string | undefined>;
+) => string | HookDecision | undefined | Promise<string | HookDecision | undefined>;
 
 /**
  * In-process hooks by group name: each group stands where an MCP server would (its name is the
@@ -65,6 +70,11 @@ export interface HookResult {
   text?: string;
   /** Why the call did not count, for `timeout`, `error` and some `none` outcomes. */
   message?: string;
+  /**
+   * The typed answer (SPEC section 7.7), when the hook sent one in `structuredContent` (or an
+   * in-process hook returned an object); then its text blocks are not read.
+   */
+  decision?: HookDecision;
   /** Time from the call to its end, in whole milliseconds, by the runner's `now` clock. */
   durationMs: number;
 }
@@ -81,6 +91,8 @@ export interface HookRunnerOptions {
   onEvent?: (event: AgentEvent) => void;
   /** Clock in ms for `durationMs`; default `performance.now`. */
   now?: () => number;
+  /** Told of each answer that halts the prompt (`continue: false`, SPEC section 7.7), in result order. */
+  onHalt?: (halt: HookHalt) => void;
   /**
    * In-process hook functions (SPEC section 4.7), called after the servers, in key order;
    * `MCP_HOOK_SERVERS` does not apply to them (passing them is the opt-in). Names must not be
@@ -107,6 +119,7 @@ export class HookRunner {
   #timeoutMs: number;
   #onEvent: ((event: AgentEvent) => void) | undefined;
   #now: () => number;
+  #onHalt: ((halt: HookHalt) => void) | undefined;
   #timeouts = new Map<string, number>();
   #inProcess: InProcessHooks;
   /** In-process groups disabled after two consecutive timeouts. */
@@ -119,17 +132,22 @@ export class HookRunner {
     this.#timeoutMs = options.timeoutMs;
     this.#onEvent = options.onEvent;
     this.#now = options.now ?? (() => performance.now());
+    this.#onHalt = options.onHalt;
     this.#inProcess = options.inProcess ?? {};
   }
 
   /**
    * The servers `hook` would be called on now, in configuration order, then the in-process
-   * groups that define it and are not disabled.
+   * groups that define it and are not disabled. With `toolName` (the tool points), only the
+   * servers whose hook tool applies to that qualified name (`toolPatternsOf`, SPEC 7.6).
    */
-  targets(hook: string): string[] {
+  targets(hook: string, toolName?: string): string[] {
     const servers = this.#allow.kind === "none"
       ? []
-      : this.#registry.hookServers(hook).filter((server) => hooksEnabledFor(this.#allow, server));
+      : this.#registry.hookServers(hook).filter((server) =>
+        hooksEnabledFor(this.#allow, server) &&
+        (toolName === undefined || appliesTo(toolPatternsOf(this.#registry.hookTool(server, hook)), toolName))
+      );
     const local = Object.keys(this.#inProcess).filter((name) =>
       !this.#disabled.has(name) && typeof this.#inProcess[name]?.[hook as HookName] === "function"
     );
@@ -146,16 +164,18 @@ export class HookRunner {
    * bounded by `timeoutMs` and never cancelled by the session (SPEC section 4.6). Resolves
    * with one result per server in configuration order once every call has ended; never
    * throws. Events are emitted in the same order, to `options.onEvent` when given (a call
-   * outside a prompt), else to the runner's `onEvent`.
+   * outside a prompt), else to the runner's `onEvent`. `options.toolName` (the tool points)
+   * keeps only the hooks that apply to that qualified tool name.
    */
   async run(
     hook: HookName,
     meta: HookMeta,
-    options: { onEvent?: (event: AgentEvent) => void } = {},
+    options: { onEvent?: (event: AgentEvent) => void; toolName?: string } = {},
   ): Promise<HookResult[]> {
     const emit = options.onEvent ?? this.#onEvent;
     const hookMeta: { event: string } & HookMeta = { event: HOOK_POINTS[hook].event, ...meta };
-    const results = await Promise.all(this.targets(hook).map((server) => this.#callOne(server, hook, hookMeta)));
+    const targets = this.targets(hook, options.toolName);
+    const results = await Promise.all(targets.map((server) => this.#callOne(server, hook, hookMeta)));
     for (const result of results) {
       const event: Extract<AgentEvent, { type: "hook" }> = {
         type: "hook",
@@ -166,8 +186,15 @@ export class HookRunner {
       };
       if (result.text !== undefined) event.text = result.text;
       if (result.message !== undefined) event.message = result.message;
+      if (meta.toolCall !== undefined) event.toolCallId = meta.toolCall.id;
+      if (result.decision !== undefined) event.decision = result.decision;
       emit?.(event);
       if (result.message !== undefined) emit?.({ type: "warning", message: result.message });
+    }
+    for (const result of results) {
+      if (result.decision?.continue !== false) continue;
+      const reason = result.decision.stopReason?.trim() || `${hook} of "${result.server}" halted the prompt`;
+      this.#onHalt?.({ hook, server: result.server, reason });
     }
     return results;
   }
@@ -245,9 +272,12 @@ export class HookRunner {
     try {
       const value = await Promise.race([Promise.resolve().then(() => handler(meta, controller.signal)), timeout]);
       if (value === undefined) return { content: [] };
+      if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+        return { content: [], structuredContent: value };
+      }
       if (typeof value !== "string") {
         return {
-          content: [{ type: "text", text: `the function returned ${typeof value}, not a string` }],
+          content: [{ type: "text", text: `the function returned ${typeof value}, not a string or an object` }],
           isError: true,
         };
       }
@@ -295,6 +325,21 @@ function classify(owner: string, hook: string, result: CallToolResult): Omit<Hoo
     const detail = text.trim() === "" ? "no message" : clampUtf8(text.trim(), 1024, TRUNCATED_MARKER);
     return { outcome: "error", message: `Hook "${hook}" of ${owner} returned an error: ${detail}` };
   }
+  // A typed answer governs; its text blocks are usually the same JSON, serialised (SPEC 7.7).
+  const typed = parseDecision(result.structuredContent);
+  if (typed !== undefined) {
+    const { decision, problems } = typed;
+    const said = decisionText(hook, decision);
+    const acts = said !== undefined || decision.decision === "deny" || decision.decision === "ask" ||
+      decision.updatedInput !== undefined || decision.updatedResult !== undefined ||
+      (decision.additionalContext ?? "").trim() !== "" || decision.continue === false;
+    const out: Omit<HookResult, "server" | "durationMs"> = { outcome: acts ? "objection" : "none", decision };
+    if (said !== undefined) out.text = clampUtf8(said, MAX_HOOK_TEXT_BYTES, TRUNCATED_MARKER);
+    if (problems.length > 0) {
+      out.message = `Hook "${hook}" of ${owner} sent a typed answer with ignored fields: ${problems.join("; ")}`;
+    }
+    return out;
+  }
   if (text.trim() !== "") return { outcome: "objection", text: clampUtf8(text, MAX_HOOK_TEXT_BYTES, TRUNCATED_MARKER) };
   if (texts.length < blocks.length) {
     return { outcome: "none", message: `Hook "${hook}" of ${owner} returned no text, only other content` };
@@ -303,6 +348,46 @@ function classify(owner: string, hook: string, result: CallToolResult): Omit<Hoo
     return { outcome: "none", message: `Hook "${hook}" of ${owner} returned only whitespace` };
   }
   return { outcome: "none" };
+}
+
+/**
+ * The text a typed answer gives a point that injects, objects or logs (SPEC section 7.7):
+ * `_Stop`'s `decision: "block"` with its `reason`; an injecting point's `additionalContext`; a
+ * logging point's `additionalContext` or `systemMessage`. The tool points read the answer
+ * itself (lib/hooks/tool-hooks.ts), so they get none.
+ */
+function decisionText(hook: string, decision: HookDecision): string | undefined {
+  const effect = HOOK_POINTS[hook as HookName]?.effect;
+  const context = (decision.additionalContext ?? "").trim() === "" ? undefined : decision.additionalContext;
+  if (effect === "objection") {
+    if (decision.decision !== "block") return undefined;
+    return (decision.reason ?? "").trim() === "" ? "The stop was blocked (no reason given)." : decision.reason;
+  }
+  if (effect === "injection") return context;
+  if (effect === "log") return context ?? decision.reason;
+  return undefined;
+}
+
+/**
+ * Whether a hook that declares `patterns` (globs over qualified tool names: `*` any run of
+ * characters, `?` one; `undefined` = every tool) applies to the tool `name`.
+ */
+export function appliesTo(patterns: readonly string[] | undefined, name: string): boolean {
+  if (patterns === undefined) return true;
+  return patterns.some((pattern) => globRegExp(pattern).test(name));
+}
+
+const globCache = new Map<string, RegExp>();
+
+function globRegExp(pattern: string): RegExp {
+  let re = globCache.get(pattern);
+  if (re === undefined) {
+    const body = [...pattern].map((c) => c === "*" ? ".*" : c === "?" ? "." : c.replace(/[.+^${}()|[\]\\]/g, "\\$&"))
+      .join("");
+    re = new RegExp(`^${body}$`, "s");
+    if (globCache.size < 1000) globCache.set(pattern, re);
+  }
+  return re;
 }
 
 let injectedCount = 0;

@@ -335,6 +335,19 @@ class McpRegistry implements ToolRegistry {
       }));
   }
 
+  hookTool(server: string, hook: string): McpTool | undefined {
+    const handle = this.#servers.find((s) => s.name === server);
+    return handle?.status === "connected" ? handle.tools.find((t) => t.name === hook) : undefined;
+  }
+
+  route(name: string): { server: string; tool: McpTool } | undefined {
+    this.#build();
+    const route = this.#visible.get(name);
+    if (route === undefined) return undefined;
+    const tool = route.server.tools.find((t) => t.name === route.bare);
+    return tool === undefined ? undefined : { server: route.server.name, tool };
+  }
+
   async callHook(
     name: string,
     hook: string,

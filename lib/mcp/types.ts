@@ -296,6 +296,14 @@ export interface ToolRegistry {
    * `cli.ts hooks`.
    */
   hookTools(): Array<{ server: string; tools: McpTool[] }>;
+  /** The definition of `hook` as connected server `server` lists it now, or `undefined`. */
+  hookTool(server: string, hook: string): McpTool | undefined;
+  /**
+   * What an LLM-visible name (as in the last `listTools`) routes to: the server's configured
+   * name and the tool's definition as the server listed it (bare `name`, `inputSchema`,
+   * `annotations`…), or `undefined` for a hook, a reserved or an unknown name.
+   */
+  route(name: string): { server: string; tool: McpTool } | undefined;
   /**
    * Calls `hook` on one server with arguments `{}`; never restarts a server.
    * @throws {AgentError} `timeout` (after `notifications/cancelled`), `mcp` for any failure

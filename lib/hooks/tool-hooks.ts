@@ -1,0 +1,171 @@
+/**
+ * The tool points (SPEC section 7.6): `_PreToolUse` before a model tool call is sent to its
+ * server, `_PostToolUse` after its result arrives, both through the session's
+ * {@link HookRunner} (allowlist, timeouts, kills, in-process hooks) and only on the hooks whose
+ * declared tools match the call. What they decide is applied here; `runToolCalls`
+ * (lib/agent/tool-calls.ts) calls {@link ToolCallHooks} around each call.
+ * @module
+ */
+
+import { contentText } from "../conversation/results.ts";
+import type { ResultBlock, ToolCall } from "../conversation/types.ts";
+import type { ToolOutcome, ToolRegistry } from "../mcp/types.ts";
+import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
+import { clampUtf8 } from "../util/utf8.ts";
+import { combinePreToolUse, type HookDecision, type ToolCallVerdict } from "./decisions.ts";
+import { inputProblems } from "./input-check.ts";
+import { type HookMeta, type HookToolCall, MAX_HOOK_CONTEXT_TEXT_BYTES } from "./points.ts";
+import type { HookResult, HookRunner } from "./runner.ts";
+
+/** What `_PreToolUse` leaves of a call: run it (perhaps with new arguments), or its answer instead. */
+export type BeforeTool =
+  | {
+    run: true;
+    /** The arguments to run the tool with: the model's, or the one rewrite. */
+    arguments: Record<string, unknown>;
+    /** Blocks for the model to append to the result: additional context, the rewrite notice. */
+    notes: ResultBlock[];
+  }
+  | { run: false; outcome: ToolOutcome };
+
+/** The tool points around one call, as `runToolCalls` uses them. */
+export interface ToolCallHooks {
+  /** `_PreToolUse` for `call`, and what its answers decide. Never throws. */
+  before(call: ToolCall, signal: AbortSignal): Promise<BeforeTool>;
+  /**
+   * `_PostToolUse` for `call` (with the arguments it ran with) and its formatted `outcome`;
+   * resolves with the outcome as it enters the history, `notes` of `before` appended. Never throws.
+   */
+  after(call: ToolCall, outcome: ToolOutcome, notes: readonly ResultBlock[]): Promise<ToolOutcome>;
+}
+
+/**
+ * How an `ask` is answered (SPEC section 7.6): `allow` runs the call, `deny` refuses it with
+ * `reason` as the model's error text. Without a person to ask, a deny.
+ */
+export type PermissionAsk = (
+  request: { call: HookToolCall; reason: string; servers: readonly string[] },
+  signal: AbortSignal,
+) => Promise<{ decision: "allow" | "deny"; reason?: string }>;
+
+/** Options of {@link toolCallHooks}. */
+export interface ToolCallHooksOptions {
+  /** The session's runner. */
+  runner: HookRunner;
+  /** For the call's server, bare name and input schema. */
+  registry: ToolRegistry;
+  /** The `_meta` of the round (`hookMeta(round, …, context)`), read once per call. */
+  meta: () => HookMeta;
+  /** Answers `ask`; default: none, so an `ask` denies with a reason that says so. */
+  ask?: PermissionAsk;
+}
+
+/** The JSON block an injection is made of (SPEC section 7.4): `{hook, server, text}`. */
+function noteBlock(hook: string, server: string, text: string): ResultBlock {
+  return { type: "text", text: JSON.stringify({ hook, server, text }) };
+}
+
+/** Each result's answer as a decision: plain non-blank text means `textMeans`. */
+function verdicts(results: readonly HookResult[], textMeans: (text: string) => HookDecision): ToolCallVerdict[] {
+  return results
+    .filter((r) => r.outcome === "objection" || r.decision !== undefined)
+    .map((r) => ({ server: r.server, decision: r.decision ?? textMeans(r.text ?? "") }));
+}
+
+/**
+ * The {@link ToolCallHooks} of a session's prompt. A call the registry cannot route (a name the
+ * model invented) is answered by the registry as before and calls no hook.
+ * @example
+ * const hooks = toolCallHooks({ runner, registry, meta: () => hookMeta(round, 0, 3, context) });
+ * const outcomes = await runToolCalls(calls, { ...options, hooks });
+ */
+export function toolCallHooks(options: ToolCallHooksOptions): ToolCallHooks {
+  const { runner, registry } = options;
+  const hookCall = (call: ToolCall, args: Record<string, unknown>): HookToolCall | undefined => {
+    const route = registry.route(call.name);
+    if (route === undefined) return undefined;
+    return { id: call.id, name: call.name, server: route.server, tool: route.tool.name, arguments: args };
+  };
+  const denied = (servers: readonly string[], text: string): BeforeTool => ({
+    run: false,
+    outcome: { content: [noteBlock("_PreToolUse", servers.join(", "), text)], isError: true },
+  });
+  return {
+    async before(call, signal) {
+      const toolCall = hookCall(call, call.arguments);
+      const pass: BeforeTool = { run: true, arguments: call.arguments, notes: [] };
+      if (toolCall === undefined || runner.targets("_PreToolUse", call.name).length === 0) return pass;
+      const results = await runner.run("_PreToolUse", { ...options.meta(), toolCall }, { toolName: call.name });
+      const list = verdicts(results, (text) => ({ decision: "deny", reason: text }));
+      const halted = list.find((v) => v.decision.continue === false);
+      if (halted !== undefined) {
+        return denied([halted.server], halted.decision.stopReason?.trim() || "the prompt was halted by a hook");
+      }
+      const combined = combinePreToolUse(list);
+      const notes = combined.context.map((c) => noteBlock("_PreToolUse", c.server, c.text));
+      if (combined.decision === "deny") return denied(combined.servers, combined.reason ?? "denied");
+      let args = call.arguments;
+      if (combined.updatedInput !== undefined) {
+        const schema = registry.route(call.name)?.tool.inputSchema;
+        const problems = inputProblems(combined.updatedInput, schema);
+        const by = combined.servers.filter((s) => list.some((v) => v.server === s && v.decision.updatedInput));
+        if (problems.length > 0) {
+          return denied(by, `the rewritten arguments do not fit the tool's input schema: ${problems.join("; ")}`);
+        }
+        args = combined.updatedInput;
+        notes.unshift(
+          noteBlock("_PreToolUse", by.join(", "), `the arguments were rewritten to ${JSON.stringify(args)}`),
+        );
+      }
+      if (combined.decision === "ask") {
+        const reason = combined.reason ?? "asks for permission";
+        if (options.ask === undefined) {
+          return denied(combined.servers, `${reason} (permission was asked for, and no one can answer in this run)`);
+        }
+        const answer = await options.ask(
+          { call: { ...toolCall, arguments: args }, reason, servers: combined.servers },
+          signal,
+        )
+          .catch((error: unknown) => ({
+            decision: "deny" as const,
+            reason: `permission could not be asked: ${(error as Error).message}`,
+          }));
+        if (answer.decision === "deny") {
+          return denied(combined.servers, answer.reason ?? `${reason} (the person denied it)`);
+        }
+      }
+      return { run: true, arguments: args, notes };
+    },
+
+    async after(call, outcome, notes) {
+      const toolCall = hookCall(call, call.arguments);
+      const finish = (o: ToolOutcome, extra: readonly ResultBlock[] = []): ToolOutcome =>
+        notes.length === 0 && extra.length === 0 ? o : { ...o, content: [...o.content, ...extra, ...notes] };
+      if (toolCall === undefined || runner.targets("_PostToolUse", call.name).length === 0) return finish(outcome);
+      const text = clampUtf8(contentText(outcome.content), MAX_HOOK_CONTEXT_TEXT_BYTES, TRUNCATED_MARKER);
+      const results = await runner.run("_PostToolUse", {
+        ...options.meta(),
+        toolCall,
+        toolResult: { text, isError: outcome.isError },
+      }, { toolName: call.name });
+      const list = verdicts(results, (t) => ({ additionalContext: t }));
+      const context = list.flatMap((v) =>
+        (v.decision.additionalContext ?? "").trim() === ""
+          ? []
+          : [noteBlock("_PostToolUse", v.server, v.decision.additionalContext!)]
+      );
+      const rewrites = list.filter((v) => v.decision.updatedResult !== undefined);
+      const distinct = [...new Set(rewrites.map((v) => v.decision.updatedResult!))];
+      if (distinct.length > 1) {
+        const names = rewrites.map((v) => JSON.stringify(v.server)).join(" and ");
+        const withheld = `[result withheld: conflicting rewrites of the result from ${names}]`;
+        return finish({ content: [{ type: "text", text: withheld }], isError: true }, context);
+      }
+      if (distinct.length === 1) {
+        const others = outcome.content.filter((b) => b.type !== "text");
+        return finish({ ...outcome, content: [{ type: "text", text: distinct[0]! }, ...others] }, context);
+      }
+      return finish(outcome, context);
+    },
+  };
+}
