@@ -7,7 +7,13 @@
 # waiting (timeouts, pauses, child processes starting), so one runner alone leaves the cores
 # idle, and together they keep both busy (docs/PERFORMANCE.md, "The suite"). Each runner's
 # output is kept and printed whole when it is done, in the order Node, Bun, Deno. The load test
-# measures latency (every _Stop under 1 s), so it runs alone afterwards.
+# measures latency (every _Stop under 1 s), so it runs alone afterwards. The last lines are a
+# recap (scripts/recap.mjs): one line per runner with its passed, failed and skipped counts,
+# the steps that failed, and the failing tests by name; the exit status is the runners' and
+# steps' own, whatever the recap reads.
+#
+# Arguments, when given, are the test files to run instead of tests/*.test.ts (the steps
+# before the runners still check the whole tree): `npm test -- tests/x.test.ts tests/y.test.ts`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
@@ -18,14 +24,24 @@ export NO_COLOR=1
 # TLS connection (the fake LLMs and servers are plain HTTP on 127.0.0.1; npm runs --offline),
 # so the suite runs without it. Bun and Deno start no slower with it.
 unset NODE_EXTRA_CA_CERTS
-files=(tests/*.test.ts)
+if [ $# -gt 0 ]; then files=("$@"); else files=(tests/*.test.ts); fi
 alone=tests/reliability-load.test.ts
 status=0
+failed_steps=()
+# The runners' outputs, kept for the recap, removed on exit.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 step() {
   local name=$1; shift
   local start=$SECONDS
   echo "::: $name: $*"
-  if "$@"; then echo "::: $name passed in $((SECONDS - start)) s"; else echo "::: $name FAILED in $((SECONDS - start)) s"; status=1; fi
+  if "$@"; then
+    echo "::: $name passed in $((SECONDS - start)) s"
+  else
+    echo "::: $name FAILED in $((SECONDS - start)) s"
+    status=1
+    failed_steps+=("$name")
+  fi
 }
 step tsc tsc --noEmit -p tsconfig.json
 # Every export of the public entry points has JSDoc and references only exported types.
@@ -56,7 +72,7 @@ node_runner() {
 slow=(reliability-servers reliability-model hello-hook mcp-interop cases e2e-cli loop hooks mcp-client
   mcp-list-changes)
 queue=()
-for i in "${slow[@]}"; do [ -f "tests/$i.test.ts" ] && queue+=("tests/$i.test.ts"); done
+for i in "${slow[@]}"; do [[ " ${files[*]} " == *" tests/$i.test.ts "* ]] && queue+=("tests/$i.test.ts"); done
 for i in "${files[@]}"; do
   [ "$i" = "$alone" ] || [[ " ${queue[*]} " == *" $i "* ]] || queue+=("$i")
 done
@@ -69,21 +85,32 @@ deno_runner() { DENO_JOBS=3 deno test -A --quiet --no-check --parallel "${queue[
 
 names=(node bun deno)
 commands=(node_runner bun_runner deno_runner)
-outs=() pids=()
+outs=() pids=() codes=()
 started=$SECONDS
 for i in "${!names[@]}"; do
-  outs[i]=$(mktemp)
+  outs[i]="$tmp/${names[i]}.out"
   # shellcheck disable=SC2086
   (start=$SECONDS; ${commands[i]}; rc=$?; echo "::: ${names[i]} $([ $rc = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"; exit $rc) >"${outs[i]}" 2>&1 &
   pids[i]=$!
 done
 echo "::: runners: ${names[*]} at the same time"
 for i in "${!names[@]}"; do
-  wait "${pids[i]}" || status=1
+  wait "${pids[i]}"
+  codes[i]=$?
+  [ "${codes[i]}" -eq 0 ] || status=1
   cat "${outs[i]}"
-  rm -f "${outs[i]}"
 done
 echo "::: runners done in $((SECONDS - started)) s"
-step load bun test --timeout 120000 "./$alone"
+recap_runs=()
+for i in "${!names[@]}"; do recap_runs+=("${names[i]}=${names[i]}:${codes[i]}:${outs[i]}"); done
+if [[ " ${files[*]} " == *" $alone "* ]]; then
+  # Shown as it runs and kept for the recap; with pipefail the step gets bun's status.
+  load_runner() { bun test --timeout 120000 "./$alone" 2>&1 | tee "$tmp/load.out"; }
+  step load load_runner
+  load_code=0
+  [[ " ${failed_steps[*]:-} " == *" load "* ]] && load_code=1
+  recap_runs+=("load=bun:$load_code:$tmp/load.out")
+fi
 if [ "$status" -eq 0 ]; then echo "::: all runners passed"; else echo "::: some runner failed"; fi
+node scripts/recap.mjs --failed-steps "${failed_steps[*]:-}" "${recap_runs[@]}" || echo "::: the recap could not be made (the exit status is unchanged)"
 exit "$status"
