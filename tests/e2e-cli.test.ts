@@ -109,8 +109,9 @@ describe("cli.ts run", { concurrency: 4 }, () => {
         const cfg = mcpConfig({ fx: { FIXTURE_STOP: "two todos open\nsecond line", FIXTURE_STOP_COUNT: "1" } });
         const run = await runCli(["run", "--mcp-config", cfg, "go"], { ...env, MCP_HOOK_SERVERS: "fx" });
         assert.equal(run.code, 0, run.stderr);
-        // The answer alone on stdout: both texts as streamed, one newline at the end.
-        assert.equal(run.stdout, "Finished.Finished again.\n");
+        // The answer alone on stdout: both texts as streamed, a blank line between the two
+        // rounds' texts, one newline at the end.
+        assert.equal(run.stdout, "Finished.\n\nFinished again.\n");
         assert.match(run.stderr, /^✓ fx__echo \{"text":"hi"\} \(\d+ ms\) → hi$/m);
         assert.match(run.stderr, /^✗ fx__fail \{\} \(\d+ ms\) permission denied: \/etc\/shadow$/m);
         assert.match(run.stderr, /^⟲ _Stop objection from fx: two todos open$/m);
@@ -388,8 +389,9 @@ describe("cli.ts run", { concurrency: 4 }, () => {
     assert.match(coloured, /\x1b\[32m✓\x1b\[0m fx__echo/);
     // deno-lint-ignore no-control-regex
     assert.doesNotMatch(plain, /\x1b\[/);
-    // The tool line (stderr) after "calling" (stdout, no newline) starts on a line of its own.
-    assert.match(plain, /(^|\n)calling\r?\n✓ fx__echo \{"text":"hi"\} \(\d+ ms\) → hi\r?\ndone\r?\n■ end_turn /);
+    // The tool line (stderr) after "calling" (stdout, no newline) starts on a line of its own;
+    // the next round's text follows a blank line.
+    assert.match(plain, /(^|\n)calling\r?\n✓ fx__echo \{"text":"hi"\} \(\d+ ms\) → hi\r?\n\r?\ndone\r?\n■ end_turn /);
   });
 
   test("--help lists flags and variables; --version prints the version", async () => {

@@ -345,7 +345,8 @@ describe("stdout is the answer (cli.ts run without --json, issue 21)", () => {
     { thinking: "weighing it", text: "Here is **the** answer:\n\n- one\n- two" },
     { text: " Also fixed the todos." },
   ];
-  const ANSWER = "Let me look.Here is **the** answer:\n\n- one\n- two Also fixed the todos.";
+  // The texts of the three rounds, each set off from the one before by a blank line.
+  const ANSWER = "Let me look.\n\nHere is **the** answer:\n\n- one\n- two\n\n Also fixed the todos.";
 
   /** `cli.ts run go` under `sh -c` with the shell redirection `redirect` (in `$d`, the run's folder). */
   async function redirected(
@@ -415,9 +416,9 @@ describe("stdout is the answer (cli.ts run without --json, issue 21)", () => {
           "Let me look\\.\\n" +
           '✓ fx__echo \\{"text":"hi"\\} \\(\\d+ ms\\) → hi\\n' +
           "∴ weighing it\\n" +
-          "Here is \\*\\*the\\*\\* answer:\\n\\n- one\\n- two\\n" +
+          "\\nHere is \\*\\*the\\*\\* answer:\\n\\n- one\\n- two\\n" +
           "⟲ _Stop objection from fx: two todos open\\n" +
-          " Also fixed the todos\\.\\n" +
+          "\\n Also fixed the todos\\.\\n" +
           "■ end_turn · 3 rounds · 1 tool call · 1 objection · \\d+ ms\\n$",
       ),
     );

@@ -23,11 +23,12 @@ describe("README examples", { skip: !runsOnce && "runs once, under bun" }, () =>
       { cwd: repoRoot, timeoutMs: 90_000 },
     );
     assert.equal(run.code, 0, run.stderr);
-    // stdout is the answer: the model's text only; the rest of the run is on stderr.
+    // stdout is the answer: the model's text only, a blank line between the rounds' texts; the
+    // rest of the run is on stderr.
     const script = JSON.parse(readFileSync(`${repoRoot}examples/hello/script.json`, "utf8")) as Array<
       { text?: string }
     >;
-    const text = script.map((turn) => turn.text ?? "").join("");
+    const text = script.map((turn) => turn.text ?? "").filter((t) => t !== "").join("\n\n");
     assert.equal(run.stdout, text.endsWith("\n") ? text : `${text}\n`);
     assert.match(run.stderr, /✓ fs__list_directory \{"path":"\."\} \(\d+ ms\) → \[FILE\] mcp\.json/);
     assert.match(run.stderr, /⟲ _Stop objection from todo: You have open todo items\. Keep working\./);

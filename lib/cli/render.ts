@@ -104,11 +104,24 @@ export function humanPrinter(): HumanPrinter {
   const shared = () => (sameCache ??= sameDestination());
   let textOpen = false; // stdout's last byte is not a newline
   let lastOpen = false; // the last write to either stream left its line open (what one shared destination shows)
+  // The last two characters of stdout, and of what one shared destination shows: for the blank
+  // line between the texts of two rounds.
+  let stdoutTail = "";
+  let sharedTail = "";
+  const tailOf = (before: string, text: string) => (before + text).slice(-2);
+  /** A round started since the last text: its first text is set off by a blank line. */
+  let newRound = false;
   let thinking: "no" | "line-start" | "mid-line" = "no";
   const running = new Map<string, { args: Record<string, unknown>; timer: ReturnType<typeof setTimeout> }>();
   const writeErr = (raw: string, painted = raw) => {
     stderr().write(painted);
     lastOpen = !raw.endsWith("\n");
+    sharedTail = tailOf(sharedTail, raw);
+  };
+  const writeOut = (text: string) => {
+    stdout().write(text);
+    stdoutTail = tailOf(stdoutTail, text);
+    sharedTail = tailOf(sharedTail, text);
   };
   const endThinking = () => {
     if (thinking === "mid-line") writeErr("\n");
@@ -122,7 +135,7 @@ export function humanPrinter(): HumanPrinter {
   const endAnswer = () => {
     endThinking();
     // On a shared destination a stderr line may already have ended stdout's line.
-    if (shared() ? lastOpen : textOpen) stdout().write("\n");
+    if (shared() ? lastOpen : textOpen) writeOut("\n");
     textOpen = false;
     lastOpen = false;
   };
@@ -140,7 +153,13 @@ export function humanPrinter(): HumanPrinter {
         }
         case "text-delta":
           if (e.text === "") break;
-          stdout().write(e.text);
+          if (newRound && stdoutTail !== "") {
+            // The texts of two rounds are two paragraphs: a blank line between them (SPEC 11).
+            const tail = shared() ? sharedTail : stdoutTail;
+            writeOut(tail.endsWith("\n\n") ? "" : tail.endsWith("\n") ? "\n" : "\n\n");
+          }
+          newRound = false;
+          writeOut(e.text);
           textOpen = !e.text.endsWith("\n");
           lastOpen = textOpen;
           break;
@@ -201,6 +220,7 @@ export function humanPrinter(): HumanPrinter {
           line(err.yellow(`warning: ${e.message}`));
           break;
         case "round-start":
+          newRound = true;
           break;
       }
     },
