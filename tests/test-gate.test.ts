@@ -342,13 +342,36 @@ describe("the gate", () => {
 
   test("runs never overlap: concurrent requests join the run in progress", async () => {
     const dir = tempDir();
-    const log = join(tempDir(), "runs.log"); // outside the project: it must not change the fingerprint
+    // Outside the project: the log and the release file must not change the fingerprint.
+    const outside = tempDir();
+    const log = join(outside, "runs.log");
+    const release = join(outside, "release");
     writeFileSync(join(dir, "a.ts"), "a");
-    const gate = new TestGate({ command: `echo start >> '${log}'; sleep 0.5; echo end >> '${log}'`, cwd: dir });
+    // The run is held until the test releases it, so the later requests find it in progress
+    // however long this machine takes to fingerprint the files for them (a `git` process). A
+    // fixed `sleep 0.5` let a loaded machine end the first run before they looked: two runs.
+    const gate = new TestGate({
+      command: `echo start >> '${log}'; while [ ! -e '${release}' ]; do sleep 0.05; done; echo end >> '${log}'`,
+      cwd: dir,
+    });
     try {
-      const [a, b] = await Promise.all([gate.runTests(), gate.runTests(), gate.stop(), gate.runTests()]);
+      const first = gate.runTests();
+      const [second, stopping, fourth] = [gate.runTests(), gate.stop(), gate.runTests()];
+      // Asked now, while the first request's fingerprint is being taken, this is the fingerprint
+      // the three later requests wait for (calls made meanwhile share the next one), and it
+      // resolves for them first: once the test has it, each of them has looked for a run in
+      // progress, the step that joins it.
+      await gate.fingerprint();
+      assert.equal(gate.running, true, "the first run is still held");
+      writeFileSync(release, "");
+      const [a, b, stopped, d] = await Promise.all([first, second, stopping, fourth]);
       assert.equal(a.passed, true);
       assert.equal(a, b, "the same run");
+      assert.equal(a, d, "the same run");
+      assert.ok(
+        stopped === "" || RUNNING.test(stopped),
+        `_Stop allows the passed run or says it is running: ${stopped}`,
+      );
       assert.equal(readFileSync(log, "utf8"), "start\nend\n");
     } finally {
       gate.close();
