@@ -1,14 +1,16 @@
 /**
  * The bench harness: the row every group returns, statistics, the one table, and how to start
- * a file under Node (tsx), Bun or Deno as a child (groups that measure per runtime run their
- * in-process part in such a child through `bench/child.ts` and read its JSON back).
+ * a file under Node (an esbuild bundle of it; tsx for a file outside the repository), Bun or
+ * Deno as a child (groups that measure per runtime run their in-process part in such a child
+ * through `bench/child.ts` and read its JSON back).
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
 // The tests' own helpers: which runtime runs this file, and the argv that runs a `.ts` file
-// under a runtime (Node through the tsx loader, `deno run -A`).
+// under a runtime (Node: an esbuild bundle of it, tsx only for a file the bundle cannot
+// serve; `deno run -A`).
 import { type Runtime, runtime as currentRuntime, tsCommand } from "../tests/helpers/runtime.ts";
 
 export { currentRuntime, type Runtime, tsCommand };

@@ -1,12 +1,14 @@
 // Builds the npm package's JavaScript (`npm run build`, run by `prepack`): tsc emits dist/
 // from mod.ts, testing.ts, cli.ts and lib/ (tsconfig.build.json, relative `.ts` imports
-// rewritten to `.js`), then this script gives dist/cli.js a Node shebang and rewrites the
-// relative `.ts` specifiers tsc leaves in the `.d.ts` files, so plain Node ≥ 20 and tsc
-// consumers need neither tsx nor `allowImportingTsExtensions`. Plain JavaScript: runs on
-// Node without tsx.
+// rewritten to `.js`), and this script rewrites the relative `.ts` specifiers tsc leaves in
+// the `.d.ts` files, so plain Node ≥ 20 and tsc consumers need neither tsx nor
+// `allowImportingTsExtensions`. Then esbuild replaces tsc's dist/cli.js with the CLI as one
+// file plus its ACP part (issue 21; see buildCli below). Plain JavaScript: runs on Node
+// without tsx.
 import { spawnSync } from "node:child_process";
 import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -35,8 +37,112 @@ function walk(dir) {
 }
 walk(dist);
 
-const cli = join(dist, "cli.js");
-const lines = readFileSync(cli, "utf8").split("\n");
-if (lines[0]?.startsWith("#!")) lines.shift();
-writeFileSync(cli, ["#!/usr/bin/env node", ...lines].join("\n"));
-chmodSync(cli, 0o755);
+await buildCli();
+
+/**
+ * dist/cli.js, the `bin`: one esbuild bundle of cli.ts and everything `run` and `hooks` load
+ * (53 modules as tsc emits them; Node resolves, reads and links each one at every start), and
+ * dist/cli-acp.js, what only `acp` loads (lib/acp/ and the console redirection), imported
+ * when `acp` is chosen, so that no other command reads or parses it.
+ *
+ * The ACP file shares the main bundle's modules instead of holding copies of its own: two
+ * copies of lib/ in one process would mean two `AgentError` classes (`instanceof` fails in
+ * lib/cli/main.ts) and two sets of live stdio servers. So each module of the main bundle
+ * that the ACP code imports is, in cli-acp.js, a stub that reads that module's namespace
+ * from a table dist/cli.js puts on `globalThis[Symbol.for("sprout-agent/cli-modules")]`
+ * before cli.ts runs. Importing dist/cli.js itself from cli-acp.js would share them too, but
+ * where the entry was reached through a symlink (`--preserve-symlinks-main`) that import
+ * could resolve to a second instance, which would run the CLI a second time.
+ */
+async function buildCli() {
+  const esbuild = createRequire(import.meta.url)("esbuild");
+  const TABLE = "sprout-agent/cli-modules";
+  const ACP = "lib/acp/server.ts";
+  const common = {
+    absWorkingDir: root,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    logLevel: "warning",
+    metafile: true,
+  };
+  // The ACP server, imported by lib/cli/acp.ts: left to a dynamic import of ./cli-acp.js.
+  const acpExternal = {
+    name: "acp-external",
+    setup(build) {
+      build.onResolve(
+        { filter: /\/acp\/server\.ts$/ },
+        (args) =>
+          relative(root, resolve(args.resolveDir, args.path)) === ACP
+            ? { path: "./cli-acp.js", external: true }
+            : undefined,
+      );
+    },
+  };
+  const main = (contents) => ({
+    ...common,
+    stdin: { contents, resolveDir: root, sourcefile: "dist-cli-entry.js", loader: "js" },
+    plugins: [acpExternal],
+  });
+  // 1. The main bundle's modules (without the table yet).
+  const first = await esbuild.build({ ...main(`import "./cli.ts";`), write: false, outfile: join(dist, "cli.js") });
+  const mainModules = new Set(Object.keys(first.metafile.inputs));
+  // 2. cli-acp.js: the ACP modules bundled, every main-bundle module they import a stub.
+  const shared = new Set();
+  const acp = await esbuild.build({
+    ...common,
+    entryPoints: [join(root, ACP)],
+    outfile: join(dist, "cli-acp.js"),
+    plugins: [{
+      name: "cli-modules",
+      setup(build) {
+        build.onResolve({ filter: /^\./ }, (args) => {
+          const path = relative(root, resolve(args.resolveDir, args.path));
+          if (!mainModules.has(path)) return undefined;
+          shared.add(path);
+          return { path, namespace: "cli-modules" };
+        });
+        build.onLoad({ filter: /.*/, namespace: "cli-modules" }, (args) => ({
+          contents: `module.exports = globalThis[Symbol.for(${JSON.stringify(TABLE)})][${JSON.stringify(args.path)}];`,
+          loader: "js",
+        }));
+      },
+    }],
+  });
+  // 3. dist/cli.js: the table of those modules, then cli.ts.
+  const names = [...shared].sort();
+  const table = [
+    ...names.map((path, i) => `import * as m${i} from ${JSON.stringify(`./${path}`)};`),
+    `globalThis[Symbol.for(${JSON.stringify(TABLE)})] = {`,
+    ...names.map((path, i) => `  ${JSON.stringify(path)}: m${i},`),
+    `};`,
+  ].join("\n");
+  const final = await esbuild.build({
+    ...main(`import "./dist-cli-modules.js";\nimport "./cli.ts";`),
+    outfile: join(dist, "cli.js"),
+    banner: { js: "#!/usr/bin/env node" },
+    plugins: [acpExternal, {
+      name: "cli-modules-table",
+      setup(build) {
+        build.onResolve(
+          { filter: /^\.\/dist-cli-modules\.js$/ },
+          () => ({ path: "table", namespace: "cli-modules-table" }),
+        );
+        build.onLoad(
+          { filter: /.*/, namespace: "cli-modules-table" },
+          () => ({ contents: table, resolveDir: root, loader: "js" }),
+        );
+      },
+    }],
+  });
+  // No module in both files, and no ACP module in the main one.
+  const acpModules = Object.keys(acp.metafile.inputs).filter((path) => !path.startsWith("cli-modules:"));
+  const both = acpModules.filter((path) => path in final.metafile.inputs);
+  if (both.length > 0 || acpModules.length === 0) {
+    console.error(`build: dist/cli.js and dist/cli-acp.js both hold ${both.join(", ") || "nothing of ACP"}`);
+    process.exit(1);
+  }
+  chmodSync(join(dist, "cli.js"), 0o755);
+}

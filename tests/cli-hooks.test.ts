@@ -164,7 +164,7 @@ describe("lib/mcp/stdio.ts: stderr line by line", () => {
   test("lines come without their line ends, an over-long line in pieces, the unfinished last one at exit", async () => {
     const lines: string[] = [];
     const long = "x".repeat(STDERR_LINE_CHARS + 10);
-    const proc = spawnStdio(
+    const proc = await spawnStdio(
       { type: "stdio", command: "sh", args: ["-c", `printf 'a\\nb\\r\\n${long}\\nlast' >&2`], env: {} },
       {
         name: "sh",

@@ -5,7 +5,8 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { FLUSH_TIMEOUT_MS, redirectConsole, trackedOutput } from "../lib/util/output.ts";
+import { redirectConsole } from "../lib/util/console.ts";
+import { FLUSH_TIMEOUT_MS, trackedOutput } from "../lib/util/output.ts";
 
 /** A stream that holds each write's callback until `release()`, as a full pipe does. */
 function latePipe() {

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { builtinRecorder, readRecorded } from "./helpers/builtins.ts";
 import { offlineEnv, ok, packOnce, run } from "./helpers/pack.ts";
 import { repoRoot, runsOnce } from "./helpers/runtime.ts";
 
@@ -170,5 +171,45 @@ console.log(version, kind, typeof startFakeLlm);
     assert.equal(ok(versionRun, "npx sprout-agent --version"), `sprout-agent ${version}\n`);
     assert.equal(ok(promptRun, "npx sprout-agent run"), "hello from the package\n");
     assert.match(promptRun.stderr, /^■ end_turn/m);
+  });
+
+  // Issue 21: the CLI is one esbuild bundle plus the part only `acp` loads (scripts/build.mjs).
+  test("the built CLI is dist/cli.js and dist/cli-acp.js: a run loads the first alone, without child_process, crypto or util; acp loads both", async () => {
+    assert.deepEqual(files.filter((f) => /^dist\/[^/]*\.js$/.test(f)).sort(), [
+      "dist/cli-acp.js",
+      "dist/cli.js",
+      "dist/mod.js",
+      "dist/testing.js",
+    ]);
+    const pkg = join(project, "node_modules/sprout-agent/dist");
+    const env = offlineEnv({ SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: "script.json" });
+    const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } });
+    const [promptRun, acpRun] = await Promise.all([
+      run(
+        "node",
+        ["--import", builtinRecorder(join(dir, "run.log")), join(pkg, "cli.js"), "run", "say hello"],
+        project,
+        env,
+      ),
+      run(
+        "sh",
+        [
+          "-c",
+          `echo '${initialize}' | node --import "$0" "$1" acp`,
+          builtinRecorder(join(dir, "acp.log")),
+          join(pkg, "cli.js"),
+        ],
+        project,
+        env,
+      ),
+    ]);
+    assert.equal(ok(promptRun, "node dist/cli.js run"), "hello from the package\n");
+    const loaded = readRecorded(join(dir, "run.log"));
+    const ours = (urls: string[]) =>
+      urls.filter((u) => u.startsWith("file:")).map((u) => u.slice(u.lastIndexOf("/") + 1));
+    assert.deepEqual(ours(loaded), ["cli.js"], "run loads dist/cli.js alone");
+    assert.deepEqual(loaded.filter((u) => ["node:child_process", "node:crypto", "node:util"].includes(u)), []);
+    assert.equal(JSON.parse(ok(acpRun, "node dist/cli.js acp")).result.agentInfo.name, "sprout-agent");
+    assert.deepEqual(ours(readRecorded(join(dir, "acp.log"))), ["cli.js", "cli-acp.js"]);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * Group `cold`: cold start, the time from spawning `cli.ts run "hi"` (no MCP servers) to its
  * first LLM request arriving at a local fake LLM (`startFakeLlm`, testing.ts), under Node
- * (through tsx, and the built `dist/cli.js`), Bun and Deno; baseline: the same runtime
+ * (an esbuild bundle of cli.ts, as the tests run it: `tsCommand` → `nodeBundle`, not tsx; and
+ * the package's built `dist/cli.js`), Bun and Deno (the sources); baseline: the same runtime
  * starting a plain script that does one bare `fetch` of the same request
  * (bench/fixtures/fetch-llm.mjs; plain Node for both Node rows). Subject and baseline alternate.
  * @module
@@ -65,7 +66,8 @@ export const coldGroup: Group = {
     const fetchScript = `${root}bench/fixtures/fetch-llm.mjs`;
     const cases: [string, string[], string[]][] = [];
     for (const which of runtimes) {
-      const cli = which === "node" ? "node+tsx cli.ts" : `${which} cli.ts`;
+      // Node runs the tests' esbuild bundle of cli.ts (tests/helpers/runtime.ts nodeBundle), not tsx.
+      const cli = which === "node" ? "node esbuild-bundle cli.ts" : `${which} cli.ts`;
       cases.push([cli, tsCommand(`${root}cli.ts`, which), jsCommand(fetchScript, which)]);
       if (which !== "node") continue;
       if (!quick) {
@@ -82,7 +84,7 @@ export const coldGroup: Group = {
         log(`cold: ${label}`);
         const agentRun = () => firstRequest([...agent, "run", "hi"], env, arrival);
         const bareRun = () => firstRequest([...bare, llm.anthropicBaseUrl], env, arrival);
-        await agentRun(); // warm-up: page cache, Deno's and tsx's compile caches
+        await agentRun(); // warm-up: page cache, Deno's compile cache, the esbuild bundle
         await bareRun();
         const a: number[] = [];
         const b: number[] = [];
@@ -90,7 +92,7 @@ export const coldGroup: Group = {
           if (i % 2 === 0) a.push(await agentRun()), b.push(await bareRun());
           else b.push(await bareRun()), a.push(await agentRun());
         }
-        const runtime = label.split(/[ +]/)[0];
+        const runtime = label.split(" ")[0];
         rows.push(row("cold", `${label} vs ${runtime} bare fetch`, median(a), median(b), "ms"));
       }
     } finally {

@@ -8,7 +8,7 @@
  */
 
 import process from "node:process";
-import { killAllServers } from "../mcp/stdio.ts";
+import { killAllServers } from "../mcp/exit.ts";
 import { FLUSH_TIMEOUT_MS, type TrackedOutput, trackedOutput } from "../util/output.ts";
 import { formatSeconds } from "../util/time.ts";
 

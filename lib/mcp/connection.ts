@@ -24,7 +24,7 @@ import { JsonRpcError, JsonRpcPeer } from "./jsonrpc.ts";
 import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
 import { ToolListChanges } from "./list-changes.ts";
 import type { StdioProcess } from "./stdio.ts";
-import { exitError, openStdioPeer } from "./stdio-peer.ts";
+import { exitError } from "./exit.ts";
 import { listToolPages } from "./tools-list.ts";
 import { MODERN_PROTOCOL_VERSION } from "./types.ts";
 import type {
@@ -121,7 +121,7 @@ export class Connection implements McpConnection {
     } else if (this.#channel !== undefined) {
       await this.#openChannel(this.#channel);
     } else {
-      this.#spawn();
+      await this.#spawn();
     }
     const deadline = Date.now() + this.#initTimeoutMs;
     if (pinned === "legacy") return this.#initialize(deadline);
@@ -148,7 +148,7 @@ export class Connection implements McpConnection {
         await old?.exited;
         this.#dead = false;
         this.#exit = undefined;
-        this.#spawn();
+        await this.#spawn();
       }
       await this.#initialize(deadline);
     }
@@ -161,12 +161,18 @@ export class Connection implements McpConnection {
     if (this.#dead && this.#exit && !this.#closing) this.#options.onClose?.(this.#exit);
   }
 
-  #spawn(): void {
+  async #spawn(): Promise<void> {
     const transport = this.#config.transport;
     if (transport.type !== "stdio") return;
-    // Killed during the handshake (an aborted start): the legacy restart must not spawn again.
+    // Loaded here, not at start-up: a run without stdio servers never loads the stdio client
+    // nor `node:child_process` (issue 21).
+    const { openStdioPeer } = await import("./stdio-peer.ts");
+    // Killed during the handshake (an aborted start, or while the module loaded): the legacy
+    // restart, or the first spawn, must not spawn at all.
     if (this.#closing) throw new AgentError("mcp", `Server "${this.#name}" was killed`);
-    const stdio = openStdioPeer(transport, {
+    // Set once spawned; an exit is this connection's only while its process is the current one.
+    const spawned: { proc?: StdioProcess } = {};
+    const stdio = await openStdioPeer(transport, {
       name: this.#name,
       cwd: this.#options.cwd ?? process.cwd(),
       env: this.#options.env ?? process.env,
@@ -175,13 +181,14 @@ export class Connection implements McpConnection {
       onWarning: (m) => this.#warn(m),
       onStderrLine: this.#options.onStderr,
       onExit: (info) => {
-        if (this.#proc !== stdio.proc) return;
+        if (spawned.proc === undefined || this.#proc !== spawned.proc) return;
         this.#dead = true;
         this.#exit = info;
-        stdio.peer.failAll(() => exitError(this.#name, info));
+        this.#peer.failAll(() => exitError(this.#name, info));
         if (!this.#closing && this.#connected) this.#options.onClose?.(info);
       },
     });
+    spawned.proc = stdio.proc;
     this.#proc = stdio.proc;
     this.#peer = stdio.peer;
   }

@@ -5,11 +5,11 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
 import type { ResultBlock } from "../conversation/types.ts";
 import type { CallToolResult, ToolOutcome } from "./types.ts";
 
 import { base64DecodedBytes } from "../util/base64.ts";
+import { sha256Hex } from "../util/sha256.ts";
 import { clampUtf8 } from "../util/utf8.ts";
 
 /**
@@ -25,11 +25,6 @@ export const MAX_DESCRIPTION_BYTES = 1024;
 
 /** Appended to text the agent cut to a byte limit (descriptions, hook output). */
 export const TRUNCATED_MARKER = "\n[truncated]";
-
-/** The SHA-256 of `text` in hex. */
-function hashHex(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
 
 /**
  * Session-wide table of the names the LLM sees (SPEC section 5.1). A legal qualified name
@@ -66,7 +61,7 @@ export class ToolNames {
 }
 
 function mappedName(server: string, bare: string, salt: number): string {
-  const hash = hashHex(`${salt}\u0000${server}\u0000${bare}`).slice(0, 8);
+  const hash = sha256Hex(`${salt}\u0000${server}\u0000${bare}`).slice(0, 8);
   const base = `${server}__${bare.replace(/[^a-zA-Z0-9_-]/g, "_")}`.slice(0, 64 - 9);
   return `${base}_${hash}`;
 }

@@ -8,6 +8,7 @@
 
 import { AgentError } from "../util/errors.ts";
 import { withTimeout } from "../util/time.ts";
+import { exitError } from "./exit.ts";
 import { INVALID_REQUEST } from "./jsonrpc.ts";
 import type { JsonRpcMessage, JsonRpcPeer } from "./jsonrpc.ts";
 import { spawnStdio } from "./stdio.ts";
@@ -36,14 +37,14 @@ export interface StdioPeerOptions {
 
 /**
  * Spawns a stdio server and the peer that talks to it.
- * @throws {AgentError} `mcp-connect` when the command is not found or cannot start
+ * @throws {AgentError} `mcp-connect` (a rejection) when the command is not found or cannot start
  */
-export function openStdioPeer(
+export async function openStdioPeer(
   config: StdioServerConfig,
   options: StdioPeerOptions,
-): { proc: StdioProcess; peer: JsonRpcPeer } {
+): Promise<{ proc: StdioProcess; peer: JsonRpcPeer }> {
   const { name, maxLineBytes } = options;
-  const proc = spawnStdio(config, {
+  const proc = await spawnStdio(config, {
     name,
     cwd: options.cwd,
     env: options.env,
@@ -65,16 +66,7 @@ export function openStdioPeer(
   return { proc, peer };
 }
 
-/**
- * The error for a server that exited: `server exited (code N); stderr:\n…`, prefixed with
- * the failed request when `method` is given.
- */
-export function exitError(name: string, info: McpExitInfo, method?: string): AgentError {
-  const how = info.signal ? `signal ${info.signal}` : `code ${info.code}`;
-  const tail = info.stderrTail.trim();
-  const prefix = method ? `Request "${method}" to server "${name}" failed: ` : "";
-  return new AgentError("mcp", `${prefix}server exited (${how})${tail ? `; stderr:\n${tail}` : ""}`);
-}
+export { exitError };
 
 /**
  * A reply too long to read must not leave its request waiting for its timeout (660 s for a

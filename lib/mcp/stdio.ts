@@ -6,7 +6,6 @@
  * @module
  */
 
-import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
@@ -14,6 +13,7 @@ import process from "node:process";
 import { AgentError } from "../util/errors.ts";
 import { withTimeout } from "../util/time.ts";
 import type { JsonRpcId } from "./jsonrpc.ts";
+import { killAllServers, killGroup, liveGroups } from "./exit.ts";
 import { JsonIdScanner } from "./line-scan.ts";
 import type { McpExitInfo, StdioServerConfig } from "./types.ts";
 
@@ -118,29 +118,12 @@ function permissionProblem(file: string | undefined): string | undefined {
   return `Deno lacks ${missing[0]} (stdio servers need --allow-run and --allow-sys)`;
 }
 
-const liveGroups = new Set<number>();
 let exitHookInstalled = false;
-
-function killGroup(pid: number, signal: "SIGKILL" | "SIGTERM"): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // already gone
-  }
-}
 
 /** How long a killed server gets between SIGTERM and SIGKILL, in milliseconds. */
 export const KILL_GRACE_MS = 500;
 
-/**
- * Kills (SIGKILL) the process group of every stdio server still alive in this process.
- * Installed on `process` `exit` automatically; the CLI also calls it from its SIGINT and
- * SIGTERM handlers, since a signal that kills the runtime skips `exit` handlers.
- */
-export function killAllServers(): void {
-  for (const pid of liveGroups) killGroup(pid, "SIGKILL");
-  liveGroups.clear();
-}
+export { killAllServers };
 
 /** A stdout line that went over `maxLineBytes` and was skipped (see {@link SpawnStdioOptions.onOversize}). */
 export interface OversizeLine {
@@ -202,12 +185,17 @@ export interface StdioProcess {
   close(graceMs?: number): Promise<void>;
 }
 
+/** `node:child_process`, loaded by the first spawn: a run without stdio servers never loads it (issue 21). */
+let childProcess: Promise<typeof import("node:child_process")> | undefined;
+
 /**
- * Starts a stdio server in its own process group (`detached: true`).
- * @throws {AgentError} `mcp-connect` when the command is not found on `PATH` or cannot start, naming
- *   the missing Deno flag (`--allow-run`, `--allow-sys`) when that is why
+ * Starts a stdio server in its own process group (`detached: true`). Asynchronous only
+ * because the first call loads `node:child_process`; the process is spawned before it resolves.
+ * @throws {AgentError} `mcp-connect` (a rejection) when the command is not found on `PATH` or
+ *   cannot start, naming the missing Deno flag (`--allow-run`, `--allow-sys`) when that is why
  */
-export function spawnStdio(config: StdioServerConfig, options: SpawnStdioOptions): StdioProcess {
+export async function spawnStdio(config: StdioServerConfig, options: SpawnStdioOptions): Promise<StdioProcess> {
+  const { spawn } = await (childProcess ??= import("node:child_process"));
   const env = childEnv(options.env, config.env);
   const cwd = config.cwd ?? options.cwd;
   let file: string | undefined;
