@@ -337,12 +337,22 @@ describe("CASES audit: F. agent loop", () => {
       });
       try {
         const controller = new AbortController();
-        const started = performance.now();
-        setTimeout(() => controller.abort(), 1000);
-        const { result } = await runPrompt(t.session, "go", controller.signal);
+        // Cancel once the server has the call (its log shows it), not after a fixed second that
+        // a loaded machine could stretch past the 1.5 s the tool takes.
+        let calledAt: number | undefined;
+        let ended = false;
+        const cancelling = (async () => {
+          while (!ended && !t.calls().some((c) => c.tool === "slow")) await new Promise((r) => setTimeout(r, 10));
+          calledAt = performance.now();
+          controller.abort();
+        })();
+        const { result } = await runPrompt(t.session, "go", controller.signal).finally(() => (ended = true));
+        await cancelling;
         assert.equal(result.stopReason, "cancelled");
-        // Wait until the tool has finished on the server, so a late result would have arrived.
-        await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2500 - (performance.now() - started))));
+        // Wait until the tool has finished on the server (1.5 s after it logged the call, and a
+        // second more), so a late result would have arrived.
+        const finished = (calledAt ?? 0) + 2500;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, finished - performance.now())));
         await runPrompt(t.session, "new question");
         assert.equal(t.llm.requests.length, 2);
         const msgs = messagesOf(t.llm.requests[1]!.body);

@@ -17,7 +17,7 @@ import { AgentError } from "../lib/util/errors.ts";
 import { connectMcp } from "../lib/mcp/client.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpConnection, McpConnectOptions, McpEra, McpServerConfig } from "../lib/mcp/types.ts";
-import { startHttpCommand, startHttpFixture, textOf, tsServer } from "./fixtures/mcp/helpers.ts";
+import { startHttpCommand, startHttpFixture, textOf, tsServer, waitFor } from "./fixtures/mcp/helpers.ts";
 import type { HttpFixture } from "./fixtures/mcp/helpers.ts";
 import { repoRoot, runsOnce, runtime } from "./helpers/runtime.ts";
 import { BUFFERED_ON_LOOPBACK, startFloodServer } from "./helpers/flood-server.ts";
@@ -347,10 +347,14 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
       assert.equal(c.era, "legacy");
       assert.equal(c.protocolVersion, "2025-06-18");
       assert.deepEqual(await c.listTools(), []);
+      // The GET is sent beside tools/list, not before it: wait for it rather than race close().
+      assert.ok(
+        await waitFor(() => peer.log.some((r) => r.method === "GET"), 10_000),
+        "the standalone event stream was tried",
+      );
       await c.close();
       const posts = peer.log.filter((r) => r.method === "POST").map((r) => r.body?.method);
       assert.deepEqual(posts, ["server/discover", "initialize", "notifications/initialized", "tools/list"]);
-      assert.ok(peer.log.some((r) => r.method === "GET"), "the standalone event stream was tried");
     } finally {
       await closeServer(peer.server);
     }
@@ -389,12 +393,14 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
     try {
       const c = await connectMcp(http("sse", peer.url), options({ onToolsChanged: () => changed++ }));
       assert.equal(textOf(await c.callTool("t", {})), "via sse");
-      await new Promise((r) => setTimeout(r, 100));
+      // The client answers the server's requests in POSTs of their own, which may arrive after
+      // the call's answer (a fixed pause could lose that race on a loaded machine): wait for both.
+      const answers = () => peer.log.filter((r) => r.body && r.body.method === undefined).map((r) => r.body);
+      assert.ok(await waitFor(() => answers().length >= 2, 10_000), "both server requests were answered");
       await c.close();
       assert.equal(changed, 1);
-      const answers = peer.log.filter((r) => r.body && r.body.method === undefined).map((r) => r.body);
-      assert.deepEqual(answers.find((a) => a.id === "s-ping"), { jsonrpc: "2.0", id: "s-ping", result: {} });
-      assert.equal(answers.find((a) => a.id === "s-x")?.error.code, -32601);
+      assert.deepEqual(answers().find((a) => a.id === "s-ping"), { jsonrpc: "2.0", id: "s-ping", result: {} });
+      assert.equal(answers().find((a) => a.id === "s-x")?.error.code, -32601);
       const afterInit = peer.log.slice(peer.log.findIndex((r) => r.body?.method === "initialize") + 1);
       for (const r of afterInit.filter((r) => r.method === "POST")) {
         assert.equal(r.headers["mcp-session-id"], "S1");
