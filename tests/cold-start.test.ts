@@ -1,7 +1,8 @@
 /**
  * What `cli.ts run` loads before its first LLM request (issue 21): no `node:child_process`
  * (only a stdio server's spawn loads it), no `node:crypto`, no `node:util` (only `acp`'s
- * console redirection), and no ACP code. Two proofs: the static import graph of the sources,
+ * console redirection), no ACP code, and neither the MCP client (without servers) nor the
+ * OpenAI-compatible one (unless chosen). Two proofs: the static import graph of the sources,
  * which is what Bun and Deno load, checked under every runtime; and, under Node, a run whose
  * every ESM resolution goes through a recording loader hook (`module.register`), with the
  * stdio server and `acp` as controls that do load the builtins. Timing is for bench/ (the
@@ -52,7 +53,7 @@ function runGraph(): Map<string, string[]> {
 }
 
 describe("what `cli.ts run` loads before its first request", () => {
-  test("its static import graph (what Bun and Deno load) has no child_process, crypto, util, ACP or stdio client", () => {
+  test("its static import graph (what Bun and Deno load) has no child_process, crypto, util, ACP, MCP client or OpenAI client", () => {
     const graph = runGraph();
     assert.ok(graph.has("lib/cli/run.ts") && graph.has("lib/agent/loop.ts") && graph.has("lib/llm/anthropic.ts"));
     const eager = [...graph].flatMap(([file, builtins]) =>
@@ -61,8 +62,16 @@ describe("what `cli.ts run` loads before its first request", () => {
     assert.deepEqual(eager, []);
     const acp = [...graph.keys()].filter((f) => f.startsWith("lib/acp/") || f === "lib/util/console.ts");
     assert.deepEqual(acp, [], "ACP code on the run path");
-    const stdio = [...graph.keys()].filter((f) => f === "lib/mcp/stdio.ts" || f === "lib/mcp/stdio-peer.ts");
-    assert.deepEqual(stdio, [], "the stdio client loads with the first stdio server");
+    // The MCP client loads with the first server (its stdio part with the first stdio one),
+    // the OpenAI-compatible client for provider openai only.
+    const later = [
+      "lib/mcp/client.ts",
+      "lib/mcp/connection.ts",
+      "lib/mcp/stdio.ts",
+      "lib/mcp/stdio-peer.ts",
+      "lib/llm/openai.ts",
+    ];
+    assert.deepEqual([...graph.keys()].filter((f) => later.includes(f)), []);
   });
 
   test("the scanner sees the forms that load a module and skips those that do not", () => {
@@ -74,10 +83,12 @@ describe("what `cli.ts run` loads before its first request", () => {
     assert.deepEqual(found, { static: ["./a.ts", "./c.ts", "./d.ts", "node:e"], dynamic: ["node:child_process"] });
   });
 
-  test("the lazy builtins are still imported where they are used", () => {
+  test("what loads later is still imported where it is used", () => {
     const dynamic = (file: string) => imports(readFileSync(join(repoRoot, file), "utf8")).dynamic;
     assert.ok(dynamic("lib/mcp/stdio.ts").includes("node:child_process"));
     assert.ok(dynamic("lib/mcp/connection.ts").includes("./stdio-peer.ts"));
+    assert.ok(dynamic("lib/mcp/registry.ts").includes("./client.ts"));
+    assert.ok(dynamic("lib/agent/options.ts").includes("../llm/openai.ts"));
     assert.ok(imports(readFileSync(join(repoRoot, "lib/util/console.ts"), "utf8")).static.includes("node:util"));
   });
 });

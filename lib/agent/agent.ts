@@ -12,7 +12,6 @@ import { agentConfig, type AgentOptions, inProcessHooks, isModel, modelFrom, ser
 import type { AgentEvent } from "../conversation/events.ts";
 import { hookSetupWarnings } from "../hooks/check.ts";
 import { AgentSession, type PromptRun } from "./loop.ts";
-import { inProcessMcp } from "../mcp/in-process.ts";
 import { createRegistry, type RegistryFailure } from "../mcp/registry.ts";
 import type { ToolRegistry } from "../mcp/types.ts";
 import type { HistoryItem } from "../conversation/types.ts";
@@ -82,8 +81,12 @@ export interface Agent {
  */
 export async function createAgent(options: AgentOptions): Promise<Agent> {
   const config = agentConfig(options);
-  const model = isModel(options.model) ? options.model : modelFrom(options.model, config, options.fetch);
-  const inProcess = options.inProcessServers === undefined ? undefined : inProcessMcp(options.inProcessServers);
+  const model = isModel(options.model) ? options.model : await modelFrom(options.model, config, options.fetch);
+  // Loaded only for in-process servers: it brings the MCP client, which an agent without
+  // servers never loads (issue 21).
+  const inProcess = options.inProcessServers === undefined
+    ? undefined
+    : (await import("../mcp/in-process.ts")).inProcessMcp(options.inProcessServers);
   const servers = [...serverList(options), ...(inProcess?.servers ?? [])];
   const hooks = inProcessHooks(options, servers);
   const sessionId = options.sessionId ?? crypto.randomUUID();

@@ -12,7 +12,6 @@ import type { AgentEvent } from "../conversation/events.ts";
 import { HOOK_POINTS } from "../hooks/points.ts";
 import type { InProcessHooks } from "../hooks/runner.ts";
 import { createAnthropicModel, MIN_THINKING_BUDGET_TOKENS } from "../llm/anthropic.ts";
-import { createOpenAiModel } from "../llm/openai.ts";
 import { createScriptedModel, parseScript, type ScriptTurn } from "../llm/scripted.ts";
 import { headerProblem, parseMcpConfig, SERVER_NAME_PATTERN } from "../mcp/config.ts";
 import type { InProcessServer } from "../mcp/in-process.ts";
@@ -296,8 +295,11 @@ function key(option: string, value: string): string {
   return trimmed;
 }
 
-/** The model of `spec`, with the agent's LLM deadline. */
-export function modelFrom(spec: ModelOptions, config: Config, fetchFn: typeof fetch | undefined): Model {
+/**
+ * The model of `spec`, with the agent's LLM deadline. The OpenAI-compatible client is loaded
+ * only for `openai` (issue 21: a start loads what its run needs).
+ */
+export async function modelFrom(spec: ModelOptions, config: Config, fetchFn: typeof fetch | undefined): Promise<Model> {
   const fetchOption = fetchFn === undefined ? {} : { fetch: fetchFn };
   if (spec.provider === "anthropic") {
     return createAnthropicModel({
@@ -311,6 +313,7 @@ export function modelFrom(spec: ModelOptions, config: Config, fetchFn: typeof fe
     });
   }
   if (spec.provider === "openai") {
+    const { createOpenAiModel } = await import("../llm/openai.ts");
     return createOpenAiModel({
       apiKey: spec.apiKey === undefined || spec.apiKey === "" ? "" : key("model.apiKey", spec.apiKey),
       model: required("model.model", spec.model, spec.provider),
