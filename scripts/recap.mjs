@@ -134,6 +134,12 @@ export function parseDeno(text) {
 
 const parsers = { node: parseNode, bun: parseBun, deno: parseDeno };
 
+/** `: ` and the first error line of a runner's output (esbuild's, Deno's, Node's), or "" when it has none. */
+function firstError(text) {
+  const line = text.replace(ansi, "").split("\n").find((l) => /^(?:✘ \[ERROR\]|error:|\w*Error:)/.test(l));
+  return line === undefined ? "" : `: ${line.trim().slice(0, 200)}`;
+}
+
 /** The recap's lines for the runs `[{name, format, code, text}]` and the names of the steps that failed. */
 export function recap(runs, failedSteps = []) {
   const out = ["::: recap"];
@@ -143,7 +149,9 @@ export function recap(runs, failedSteps = []) {
     const { summary, failures } = parsers[run.format](run.text);
     const verdict = run.code === 0 ? "ok" : `FAILED (exit ${run.code})`;
     out.push(
-      `${run.name.padEnd(width)}  ${verdict} · ${summary ?? "no summary in its output (it crashed, or was killed)"}`,
+      `${run.name.padEnd(width)}  ${verdict} · ${
+        summary ?? `no summary in its output (it crashed, or was killed)${firstError(run.text)}`
+      }`,
     );
     for (const f of failures) failing.push(`  ${run.name.padEnd(width)}  ${f.file ? `${f.file}: ` : ""}${f.name}`);
   }

@@ -179,7 +179,7 @@ describe("the recap of npm test (scripts/recap.mjs)", () => {
     assert.deepEqual(lines, [
       "::: recap",
       "node  ok · 3 passed, 0 failed, 0 skipped",
-      "bun   FAILED (exit 1) · no summary in its output (it crashed, or was killed)",
+      "bun   FAILED (exit 1) · no summary in its output (it crashed, or was killed): error: Cannot find module 'x'",
       "deno  ok · 2 passed (6 steps), 0 failed, 0 ignored (a describe counts as a test, its tests as steps)",
       "load  FAILED (exit 1) · no summary in its output (it crashed, or was killed)",
     ]);
