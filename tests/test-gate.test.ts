@@ -21,6 +21,7 @@ import {
   httpClient,
   postJsonRpc,
   resultText,
+  runServerToExit,
   serverRuntimes,
   startServer,
   stdioClient,
@@ -447,6 +448,21 @@ describe("test-gate app in-process", () => {
     const health = await appFetch(app)("http://127.0.0.1/health");
     assert.deepEqual(await health.json(), { status: "ok", server: "test-gate" });
   });
+
+  test("off localhost the app needs allowedHosts, and then checks Host and Origin against them", async () => {
+    const gate = new TestGate({ command: "true", cwd: tempDir() });
+    for (const host of ["0.0.0.0", "::", "10.0.0.5"]) {
+      assert.throws(() => createApp({ gate, host }), /^Error: Cannot serve on ".+" without allowedHosts: /);
+    }
+    const app = createApp({ gate, host: "0.0.0.0", allowedHosts: ["gate.example.test"] });
+    const call = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
+    assert.equal((await postJsonRpc("http://127.0.0.1/mcp", call, { fetch: appFetch(app) })).status, 403);
+    const badOrigin = await postJsonRpc("http://gate.example.test/mcp", call, {
+      fetch: appFetch(app, { origin: "http://evil.example" }),
+    });
+    assert.equal(badOrigin.status, 403);
+    assert.equal((await postJsonRpc("http://gate.example.test/mcp", call, { fetch: appFetch(app) })).status, 200);
+  });
 });
 
 describe("test-gate as a process", () => {
@@ -472,6 +488,13 @@ describe("test-gate as a process", () => {
       } finally {
         await server.stop();
       }
+    });
+
+    test(`main.ts under ${which} refuses to bind beyond localhost without --allowed-hosts, naming it`, async () => {
+      const refused = await runServerToExit(MAIN, ["--host", "0.0.0.0", "--cmd", "true"], which);
+      assert.equal(refused.code, 2);
+      assert.equal(refused.stdout, "", "never listening");
+      assert.match(refused.stderr, /^Cannot bind "0\.0\.0\.0" without --allowed-hosts: .*DNS rebinding/);
     });
 
     test(`stdio.ts under ${which} runs the tests given by TEST_GATE_CMD-style flags`, async () => {

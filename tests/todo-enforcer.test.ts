@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { createAgent } from "../mod.ts";
 import { createApp } from "../servers/todo-enforcer/app.ts";
 import {
   postCompactText,
@@ -18,6 +19,7 @@ import {
   httpClient,
   postJsonRpc,
   resultText,
+  runServerToExit,
   serverRuntimes,
   sessionMeta,
   startServer,
@@ -230,13 +232,45 @@ describe("todo-enforcer app in-process", () => {
     assert.equal(good.status, 200);
   });
 
-  test("bound to a non-local address with allowed hosts, other Host headers are refused", async () => {
+  test("bound to a non-local address with allowed hosts, other Host headers and Origins are refused", async () => {
     const app = createApp({ host: "0.0.0.0", allowedHosts: ["hooks.example.test"] });
     const call = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
     const bad = await postJsonRpc("http://evil.example/mcp", call, { fetch: appFetch(app) });
     assert.equal(bad.status, 403);
-    const good = await postJsonRpc("http://hooks.example.test/mcp", call, { fetch: appFetch(app) });
+    const badOrigin = await postJsonRpc("http://hooks.example.test/mcp", call, {
+      fetch: appFetch(app, { origin: "http://evil.example" }),
+    });
+    assert.equal(badOrigin.status, 403);
+    const good = await postJsonRpc("http://hooks.example.test/mcp", call, {
+      fetch: appFetch(app, { origin: "https://hooks.example.test" }),
+    });
     assert.equal(good.status, 200);
+  });
+
+  test("bound to a non-local address without allowed hosts, the app is refused, naming allowedHosts", () => {
+    for (const host of ["0.0.0.0", "::", "10.0.0.5"]) {
+      assert.throws(() => createApp({ host }), /^Error: Cannot serve on ".+" without allowedHosts: /);
+      assert.throws(() => createApp({ host, allowedHosts: [] }), /without allowedHosts/);
+    }
+  });
+
+  test("the agent's error for a refused Host names the Host it sent and --allowed-hosts", async () => {
+    const app = createApp({ allowedHosts: ["hooks.example.test"] });
+    const agent = await createAgent({
+      model: { provider: "scripted", turns: [] },
+      mcpServers: { mcpServers: { todo: { type: "http", url: "http://127.0.0.1:8787/mcp" } } },
+      fetch: appFetch(app) as typeof fetch,
+    });
+    try {
+      assert.equal(agent.failures.length, 1);
+      const message = agent.failures[0]!.message;
+      assert.match(message, /HTTP 403: Invalid Host: 127\.0\.0\.1/);
+      assert.match(message, /the Host "127\.0\.0\.1:8787" of its URL: add "127\.0\.0\.1" to the names it accepts/);
+      assert.match(message, /--allowed-hosts/);
+      assert.doesNotMatch(message, /Authorization/, "a Host refusal is not a credentials problem");
+    } finally {
+      await agent.close();
+    }
   });
 
   test("with a token, /mcp refuses a missing or wrong bearer token and /health stays open", async () => {
@@ -312,6 +346,23 @@ describe("todo-enforcer as a process", () => {
         // Deno's node:child_process reports a child it sent SIGTERM to as killed (code null)
         // even when the child handled the signal and exited 0, so check the code elsewhere.
         if (runtime() !== "deno") assert.equal(code, 0, "graceful shutdown exits 0");
+      }
+    });
+
+    test(`main.ts under ${which} refuses to bind beyond localhost without --allowed-hosts, naming it`, async () => {
+      const refused = await runServerToExit(MAIN, ["--host", "0.0.0.0", "--store", "memory"], which);
+      assert.equal(refused.code, 2);
+      assert.equal(refused.stdout, "", "never listening");
+      assert.match(refused.stderr, /^Cannot bind "0\.0\.0\.0" without --allowed-hosts: .*DNS rebinding/);
+      const env = { ALLOWED_HOSTS: "hooks.example.test,127.0.0.1" };
+      const server = await startServer(MAIN, ["--host", "0.0.0.0", "--store", "memory"], which, env);
+      try {
+        const url = `http://127.0.0.1:${new URL(server.url).port}/mcp`;
+        const call = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
+        assert.equal((await postJsonRpc(url, call)).status, 200);
+        assert.equal((await postJsonRpc(url, call, { headers: { origin: "http://evil.example" } })).status, 403);
+      } finally {
+        await server.stop();
       }
     });
 

@@ -333,13 +333,32 @@ export class HttpTransport {
   #httpError(context: SendContext, status: number, text: string): AgentError {
     const prefix = `Request "${context.method ?? "response"}" to server "${this.#options.name}" failed`;
     const rpc = parseRpcError(text);
+    const hostHint = status === 403 && /\bInvalid Host\b/i.test(rpc?.message ?? text) ? this.#hostHint() : "";
     if (rpc !== undefined) {
       const message = redact(rpc.message, this.#secrets);
-      return new JsonRpcError(`${prefix}: HTTP ${status}: ${message} (code ${rpc.code})`, { ...rpc, message }, status);
+      return new JsonRpcError(
+        `${prefix}: HTTP ${status}: ${message} (code ${rpc.code})${hostHint}`,
+        { ...rpc, message },
+        status,
+      );
     }
-    const auth = status === 401 || status === 403 ? " (check the server's headers, for example Authorization)" : "";
+    const auth = status === 401 || (status === 403 && hostHint === "")
+      ? " (check the server's headers, for example Authorization)"
+      : "";
     const snippet = redact(text.trim().slice(0, 300), this.#secrets);
-    return new AgentError("mcp", `${prefix}: HTTP ${status}${auth}${snippet ? `: ${snippet}` : ""}`, { status });
+    return new AgentError("mcp", `${prefix}: HTTP ${status}${auth}${snippet ? `: ${snippet}` : ""}${hostHint}`, {
+      status,
+    });
+  }
+
+  /**
+   * What to do about a 403 "Invalid Host": the server checks the `Host` header against the
+   * names it accepts (DNS-rebinding protection), and the one this URL sends is not among them.
+   */
+  #hostHint(): string {
+    const { host, hostname } = new URL(this.#config.url);
+    return `; the server does not accept the Host "${host}" of its URL: add "${hostname}" to the names it accepts ` +
+      `(--allowed-hosts for the example servers) or use a URL with a name it accepts`;
   }
 
   #failure(context: SendContext, signal: AbortSignal, error: unknown): Error {

@@ -15,7 +15,12 @@
  * @module
  */
 import { timingSafeEqual } from "node:crypto";
-import { hostHeaderValidation, localhostHostValidation, localhostOriginValidation } from "@modelcontextprotocol/hono";
+import {
+  hostHeaderValidation,
+  localhostHostValidation,
+  localhostOriginValidation,
+  originValidation,
+} from "@modelcontextprotocol/hono";
 import {
   createMcpHandler,
   DEFAULT_MAX_REQUEST_BODY_SIZE,
@@ -87,17 +92,22 @@ export interface AppOptions {
    */
   token?: string;
   /**
-   * The address the server binds, default `127.0.0.1`. For a localhost address (`127.0.0.1`,
-   * `localhost`, `::1`) the `Host` and `Origin` headers are checked (DNS-rebinding protection).
+   * The address the server binds, default `127.0.0.1`. On a localhost address (`127.0.0.1`,
+   * `localhost`, `::1`) the `Host` and `Origin` headers must name localhost; on any other
+   * address `allowedHosts` is required (DNS-rebinding protection).
    */
   host?: string;
-  /** Host names accepted in the `Host` header when binding a non-local address such as `0.0.0.0`. */
+  /**
+   * Host names accepted in the `Host` header (and in a present `Origin`, off localhost), port
+   * ignored, IPv6 in brackets (`[fd00::1]`). Required when `host` is not a localhost address.
+   */
   allowedHosts?: string[];
 }
 
 /**
  * The Hono app serving the test-gate: Streamable HTTP at `/mcp` (both MCP eras, stateless),
  * `GET /health`, Host/Origin validation and the optional bearer token.
+ * @throws Error naming `allowedHosts` when `host` is not a localhost address and none are given
  * @example
  * const app = createApp({ gate: new TestGate({ command: "bun test", cwd: "." }) });
  * Bun.serve({ fetch: app.fetch, port: 0 });
@@ -108,12 +118,19 @@ export function createApp(options: AppOptions): Hono {
   // body with a plain-text 400, while the MCP handler parses the body itself and answers with a
   // proper JSON-RPC error (-32700). The same validation middlewares are added by hand.
   const app = new Hono();
-  // DNS-rebinding protection: a web page must not reach a local server through a hostile name.
+  // DNS-rebinding protection: a web page must not reach the server through a hostile name, so
+  // the Host header is always checked. Off localhost only the operator knows the names clients
+  // use; without them the app is refused rather than served unchecked (a warning gets ignored).
   const host = options.host ?? "127.0.0.1";
   const local = ["127.0.0.1", "localhost", "::1"].includes(host);
-  if (options.allowedHosts !== undefined) app.use("*", hostHeaderValidation(options.allowedHosts));
-  else if (local) app.use("*", localhostHostValidation());
-  if (local) app.use("*", localhostOriginValidation());
+  const allowed = options.allowedHosts ?? [];
+  if (!local && allowed.length === 0) {
+    throw new Error(
+      `Cannot serve on "${host}" without allowedHosts: off localhost the Host header must be checked against the names clients use (DNS rebinding)`,
+    );
+  }
+  app.use("*", allowed.length > 0 ? hostHeaderValidation(allowed) : localhostHostValidation());
+  app.use("*", local ? localhostOriginValidation() : originValidation(allowed));
   // One McpServer instance serves one request at a time; idle ones are reused (see below).
   const mcp = createMcpHandler(reuseIdleServers(() => createMcpServer(gate)));
 

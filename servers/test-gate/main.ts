@@ -25,8 +25,8 @@ const USAGE =
   --host     address to bind (env HOST, default 127.0.0.1)
   --port     port to bind, 0 = any free port (env PORT, default 0)
   --token    require "Authorization: Bearer TOKEN" on /mcp (env HOOK_SERVER_TOKEN)
-  --allowed-hosts  comma-separated Host header names accepted when --host is not a
-             localhost address (env ALLOWED_HOSTS); without it such a bind checks no Host
+  --allowed-hosts  comma-separated Host header names clients use (env ALLOWED_HOSTS);
+             required when --host is not a localhost address (DNS rebinding)
 ${GATE_USAGE}`;
 
 /** The HTTP options shared by both example servers, from flags first, then the environment. */
@@ -65,6 +65,13 @@ function parseHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
   const allowed = (values["allowed-hosts"] ?? (env.ALLOWED_HOSTS || "")).split(",").map((h) => h.trim()).filter(
     Boolean,
   );
+  if (!["127.0.0.1", "localhost", "::1"].includes(host) && allowed.length === 0) {
+    // Off localhost a web page could reach the server under any name it controls (DNS
+    // rebinding); only the operator knows the right names, so the server asks for them.
+    throw new Error(
+      `Cannot bind "${host}" without --allowed-hosts: off localhost the Host header must be checked against the names clients use (DNS rebinding); name them, e.g. --allowed-hosts hooks.example.com,10.0.0.5 (env ALLOWED_HOSTS)`,
+    );
+  }
   return {
     host,
     port,
@@ -138,11 +145,6 @@ async function main(): Promise<void> {
     ...(options.token === undefined ? {} : { token: options.token }),
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
   });
-  if (!["127.0.0.1", "localhost", "::1"].includes(options.host) && options.allowedHosts === undefined) {
-    console.error(
-      `warning: bound to "${options.host}" without --allowed-hosts: the Host header is not checked (DNS rebinding)`,
-    );
-  }
   let listener: Listener;
   try {
     listener = await listen((request) => app.fetch(request), options.host, options.port);

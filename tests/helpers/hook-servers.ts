@@ -101,6 +101,32 @@ export async function startServer(
 }
 
 /**
+ * Runs `file` (a main.ts) under `which` until it exits by itself, for start-up refusals: its
+ * exit code and what it wrote. Killed after 60 s (then `code` is null).
+ */
+export async function runServerToExit(
+  file: string,
+  args: string[],
+  which: Runtime,
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const [command = "", ...rest] = tsCommand(file, which);
+  const child = spawn(command, [...rest, ...args], {
+    env: childEnv(options.env),
+    stdio: ["ignore", "pipe", "pipe"],
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const code = await new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+/**
  * A `fetch` that hands requests to a Hono app in-process, with the `Host` header a real client
  * sends, and the `Content-Length` an HTTP client would send for a string body.
  */
