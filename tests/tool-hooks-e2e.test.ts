@@ -5,6 +5,10 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCli } from "./helpers/cli.ts";
 import { closeChecked, messagesOf, runPrompt, startSession } from "./helpers/session.ts";
 
 const echo = { toolCalls: [{ id: "call_1", name: "fx__echo", arguments: { text: "hello" } }] };
@@ -111,3 +115,31 @@ for (const wire of ["anthropic", "openai"] as const) {
     });
   });
 }
+
+describe("a required server in the CLI (SPEC 3.1, 11)", () => {
+  test("run exits 3 when a required server cannot start, naming it; without required it only warns", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sprout-required-"));
+    try {
+      const script = join(dir, "script.json");
+      writeFileSync(script, JSON.stringify([{ text: "hello" }]));
+      const env = { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script, MCP_HOOK_SERVERS: "guard" };
+      for (const required of [true, false]) {
+        const cfg = join(dir, `mcp-${required}.json`);
+        const guard = { command: join(dir, "no-such-guard"), ...(required ? { required: true } : {}) };
+        writeFileSync(cfg, JSON.stringify({ mcpServers: { guard } }));
+        const run = await runCli(["run", "--mcp-config", cfg, "go"], env, { cwd: dir });
+        if (required) {
+          assert.equal(run.code, 3, run.stderr);
+          assert.match(run.stderr, /^sprout-agent: Required server "guard" could not start: /m);
+          assert.equal(run.stdout, "");
+        } else {
+          assert.equal(run.code, 0, run.stderr);
+          assert.match(run.stderr, /^warning: Cannot start server "guard"/m);
+          assert.equal(run.stdout, "hello\n");
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -13,7 +13,10 @@ import { combinePreToolUse, parseDecision } from "../lib/hooks/decisions.ts";
 import { inputProblems } from "../lib/hooks/input-check.ts";
 import { appliesTo, type InProcessHooks } from "../lib/hooks/runner.ts";
 import type { PermissionAsk } from "../lib/hooks/tool-hooks.ts";
+import { createAgent } from "../lib/agent/agent.ts";
+import { parseMcpConfig } from "../lib/mcp/config.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
+import { AgentError } from "../lib/util/errors.ts";
 import type { CallToolResult } from "../lib/mcp/types.ts";
 import { resultUpdates, sessionUpdates } from "../lib/acp/updates.ts";
 import { recordingModel } from "./helpers/recording-model.ts";
@@ -652,5 +655,109 @@ describe("tool points and typed answers in ACP updates", () => {
     assert.deepEqual(halted.map((u) => (u.content as { text: string }).text.trim()), [
       'Halted by the _PreToolUse hook of "guard": budget exceeded',
     ]);
+  });
+});
+
+describe("required servers fail closed (SPEC 3.1)", () => {
+  /** A registry like `session` builds, with `required` set on the servers it names. */
+  async function requiredSession(servers: FakeServer[], required: string[], model: Model, env = {}) {
+    const { registry } = await createRegistry(
+      servers.map((s) => ({ ...stdioConfig(s.name), ...(required.includes(s.name) ? { required: true } : {}) })),
+      { sessionId: "required", connect: fakeConnect(servers) },
+    );
+    const config = loadConfig({ MCP_HOOK_SERVERS: "*", SPROUT_AGENT_HOOK_TIMEOUT_MS: "100", ...env }, () => "");
+    return { session: new AgentSession({ config, model, registry }), registry, close: () => registry.close() };
+  }
+
+  test("a required _PreToolUse that times out or fails denies the call; the same hook not required lets it run", async () => {
+    for (const required of [true, false]) {
+      const fs = fsServer();
+      const slow = new FakeServer("slow", ["_PreToolUse"], {
+        _PreToolUse: (_a, ctx) => sleep(5000, ctx.signal).then(() => text("")),
+      });
+      const broken = new FakeServer("broken", ["_PreToolUse"], { _PreToolUse: () => text("db down", true) });
+      for (const guard of [slow, broken]) {
+        const model = recordingModel([{ toolCalls: [call("fs__write", { path: "a" })], stop: "tool_use" }, {
+          text: "done",
+        }]);
+        const t = await requiredSession([fs, guard], required ? [guard.name] : [], model);
+        try {
+          await run(t.session, "go");
+          const r = results(t.session.history).get("c1")!;
+          if (!required) {
+            assert.equal(r.isError, false, `${guard.name} advisory`);
+            continue;
+          }
+          assert.equal(r.isError, true, guard.name);
+          const denial = JSON.parse(texts(r.content)[0]!);
+          assert.equal(denial.server, guard.name);
+          assert.match(
+            denial.text,
+            /^the required guard did not answer, so the call was not run \(Hook "_PreToolUse" of server/,
+          );
+        } finally {
+          await t.close();
+        }
+      }
+      assert.equal(fs.calls.length, required ? 0 : 2);
+    }
+  });
+
+  test("a required guard killed after two timeouts keeps denying: a dead guard does not pass silently", async () => {
+    const fs = fsServer();
+    const guard = new FakeServer("guard", ["_PreToolUse"], {
+      _PreToolUse: (_a, ctx) => sleep(5000, ctx.signal).then(() => text("")),
+    });
+    const calls = [1, 2, 3].map((n) => call("fs__read", { path: `${n}` }, `c${n}`));
+    const model = recordingModel([{ toolCalls: calls, stop: "tool_use" }, { text: "done" }]);
+    const t = await requiredSession([fs, guard], ["guard"], model, { SPROUT_AGENT_MAX_PARALLEL_TOOLS: "1" });
+    try {
+      const { events } = await run(t.session, "go");
+      assert.ok(
+        events.some((e) =>
+          e.type === "warning" && /"guard" timed out after .* \(2\/2\); server killed/.test(e.message)
+        ),
+      );
+      assert.equal(fs.calls.length, 0);
+      const third = JSON.parse(texts(results(t.session.history).get("c3")!.content)[0]!);
+      assert.match(third.text, /required guard did not answer.*Server "guard" is not running/);
+      // Its two timeouts were the only calls it got: the third was refused without a request.
+      assert.equal(guard.calls.length, 2);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("createAgent refuses to start without a required server; .mcp.json says required: true", async () => {
+    const mcpServers = {
+      mcpServers: {
+        guard: { command: "/nonexistent/sprout-guard", required: true },
+        other: { command: "/nonexistent/other" },
+      },
+    };
+    await assert.rejects(
+      createAgent({ model: recordingModel([]), mcpServers, env: {} }),
+      (error: unknown) =>
+        error instanceof AgentError && error.code === "mcp-connect" &&
+        /^Required server "guard" could not start: /.test(error.message) && !error.message.includes('"other"'),
+    );
+    const agent = await createAgent({
+      model: recordingModel([]),
+      mcpServers: { mcpServers: { other: mcpServers.mcpServers.other } },
+      env: {},
+    });
+    try {
+      assert.deepEqual(agent.failures.map((f) => f.server), ["other"], "a server not required only warns");
+    } finally {
+      await agent.close();
+    }
+    assert.throws(
+      () =>
+        parseMcpConfig(JSON.stringify({ mcpServers: { g: { command: "x", required: "yes" } } }), "/x/.mcp.json", {
+          env: {},
+          resolvePath: (a, b) => `${a}/${b}`,
+        }),
+      /mcpServers\.g\.required must be true or false/,
+    );
   });
 });

@@ -104,6 +104,15 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     ...(inProcess === undefined ? {} : { connect: inProcess.connect }),
   });
   const { registry, failures } = await abortable(starting, options.signal);
+  // A required server (SPEC 3.1) that could not start fails the start: a guard must not pass silently.
+  const missing = failures.filter((f) => servers.some((s) => s.name === f.server && s.required === true));
+  if (missing.length > 0) {
+    await registry.close().catch(() => {});
+    throw new AgentError(
+      "mcp-connect",
+      missing.map((f) => `Required server ${JSON.stringify(f.server)} could not start: ${f.message}`).join("; "),
+    );
+  }
   // A misspelt name in MCP_HOOK_SERVERS, or hooks nobody enabled, would otherwise go unseen.
   const listed = registry.hookTools();
   for (

@@ -22,8 +22,8 @@ Options:
   --mcp-config FILE   MCP servers in the .mcp.json shape (default: ./.mcp.json when it exists)
   --json              one JSON event per line on stdout; the last line is the result (hooks: one report line)
 
-Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 130/143 after SIGINT/SIGTERM,
-141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
+Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 3 a required server could not
+start, 130/143 after SIGINT/SIGTERM, 141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
 (giving up once it has taken nothing for 5 s).
 
 Environment (default in brackets):

@@ -58,7 +58,9 @@ export function runCli(argv: string[]): void {
         ? error.stack ?? error.message
         : String(error);
       stderr().write(`sprout-agent: ${redact(text, printed.secrets)}\n`);
-      exit(usage ? 2 : 1);
+      // 3: a required server (SPEC 3.1) could not start; createAgent throws nothing else of that code.
+      const required = error instanceof AgentError && error.code === "mcp-connect";
+      exit(usage ? 2 : required ? 3 : 1);
     },
   );
 }

@@ -142,9 +142,12 @@ export class HookRunner {
    * servers whose hook tool applies to that qualified name (`toolPatternsOf`, SPEC 7.6).
    */
   targets(hook: string, toolName?: string): string[] {
+    // The tool points call a required guard even when it is not running: it fails, and fails
+    // closed (SPEC 3.1). Every other point skips a server that is not connected (SPEC 4.1).
+    const listing = this.#registry.hookServers(hook, { orRequired: toolName !== undefined });
     const servers = this.#allow.kind === "none"
       ? []
-      : this.#registry.hookServers(hook).filter((server) =>
+      : listing.filter((server) =>
         hooksEnabledFor(this.#allow, server) &&
         (toolName === undefined || appliesTo(toolPatternsOf(this.#registry.hookTool(server, hook)), toolName))
       );

@@ -96,6 +96,17 @@ export function toolCallHooks(options: ToolCallHooksOptions): ToolCallHooks {
       const pass: BeforeTool = { run: true, arguments: call.arguments, notes: [] };
       if (toolCall === undefined || runner.targets("_PreToolUse", call.name).length === 0) return pass;
       const results = await runner.run("_PreToolUse", { ...options.meta(), toolCall }, { toolName: call.name });
+      // A required guard that did not answer denies (SPEC 3.1): it must not pass silently.
+      const failed = results.filter((r) =>
+        (r.outcome === "timeout" || r.outcome === "error") && registry.isRequired(r.server)
+      );
+      if (failed.length > 0) {
+        const why = failed.map((r) => r.message ?? r.outcome).join("; ");
+        return denied(
+          failed.map((r) => r.server),
+          `the required guard did not answer, so the call was not run (${why})`,
+        );
+      }
       const list = verdicts(results, (text) => ({ decision: "deny", reason: text }));
       const halted = list.find((v) => v.decision.continue === false);
       if (halted !== undefined) {

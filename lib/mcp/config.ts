@@ -263,6 +263,9 @@ export function parseMcpConfig(
       fail(file, `${at}.type ${JSON.stringify(type)} is not one of stdio, http, streamable-http`);
     }
     if (protocol !== undefined) config.protocol = protocol;
+    const required = s["required"];
+    if (required !== undefined && typeof required !== "boolean") fail(file, `${at}.required must be true or false`);
+    if (required === true) config.required = true;
     return config;
   });
 }

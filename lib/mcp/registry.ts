@@ -325,10 +325,17 @@ class McpRegistry implements ToolRegistry {
     return `Tool call to server "${server.name}" failed: ${messageOf(error)}`;
   }
 
-  hookServers(hook: string): string[] {
+  hookServers(hook: string, options: { orRequired?: boolean } = {}): string[] {
     return this.#servers
-      .filter((s) => s.status === "connected" && s.tools.some((t) => t.name === hook))
+      .filter((s) =>
+        (s.status === "connected" || (options.orRequired === true && s.config.required === true)) &&
+        s.tools.some((t) => t.name === hook)
+      )
       .map((s) => s.name);
+  }
+
+  isRequired(server: string): boolean {
+    return this.#servers.some((s) => s.name === server && s.config.required === true);
   }
 
   hookTools(): Array<{ server: string; tools: McpTool[] }> {
@@ -341,8 +348,7 @@ class McpRegistry implements ToolRegistry {
   }
 
   hookTool(server: string, hook: string): McpTool | undefined {
-    const handle = this.#servers.find((s) => s.name === server);
-    return handle?.status === "connected" ? handle.tools.find((t) => t.name === hook) : undefined;
+    return this.#servers.find((s) => s.name === server)?.tools.find((t) => t.name === hook);
   }
 
   route(name: string): { server: string; tool: McpTool } | undefined {

@@ -70,6 +70,13 @@ export interface McpServerConfig {
   transport: StdioServerConfig | HttpServerConfig;
   /** Pins the era and skips detection. */
   protocol?: McpEra;
+  /**
+   * A guard that must not pass silently (SPEC section 3.1): the agent does not start without
+   * it (`createAgent` throws `AgentError("mcp-connect")`, `run` exits 3, ACP `session/new`
+   * fails), and its `_PreToolUse` denies the call when it times out, fails or is not running.
+   * Default false: hooks are advisory.
+   */
+  required?: boolean;
 }
 
 /** A tool as `tools/list` returns it. */
@@ -288,15 +295,21 @@ export interface ToolRegistry {
     args: Record<string, unknown>,
     options: { signal?: AbortSignal; timeoutMs: number },
   ): Promise<ToolOutcome>;
-  /** Server names, in configuration order, that list `hook` and are connected now. */
-  hookServers(hook: string): string[];
+  /**
+   * Server names, in configuration order, that list `hook` and are connected now; with
+   * `orRequired`, also each `required` server that listed it when it was last connected,
+   * whatever its state now (so that a dead guard is called, fails and fails closed).
+   */
+  hookServers(hook: string, options?: { orRequired?: boolean }): string[];
+  /** True when `server` is configured `required` (SPEC section 3.1). */
+  isRequired(server: string): boolean;
   /**
    * Every connected server, in configuration order, with the `_`-named tools it lists (hooks
    * and reserved names, SPEC section 2.1) as the server sent them; for start-up warnings and
    * `cli.ts hooks`.
    */
   hookTools(): Array<{ server: string; tools: McpTool[] }>;
-  /** The definition of `hook` as connected server `server` lists it now, or `undefined`. */
+  /** The definition of `hook` as server `server` listed it when last connected, or `undefined`. */
   hookTool(server: string, hook: string): McpTool | undefined;
   /**
    * What an LLM-visible name (as in the last `listTools`) routes to: the server's configured
