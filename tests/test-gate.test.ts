@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { createApp } from "../servers/test-gate/app.ts";
 import { fingerprintFiles, listProjectFiles } from "../servers/test-gate/fingerprint.ts";
+import { Gates } from "../servers/test-gate/gates.ts";
 import { gateOptions } from "../servers/test-gate/options.ts";
 import { TestGate } from "../servers/test-gate/gate.ts";
 import { parseTestOutput } from "../servers/test-gate/results.ts";
@@ -421,6 +422,34 @@ describe("test-gate app in-process", () => {
     } finally {
       await client.close();
       gate.close();
+    }
+  });
+
+  test("run_tests says the folder it ran in, and when that is only the server's own for want of the agent's", async () => {
+    const serverDir = tempDir();
+    const project = tempDir();
+    const gates = new Gates({ command: "pwd", cwd: serverDir, followAgentCwd: true });
+    const client = await httpClient("http://127.0.0.1/mcp", { fetch: appFetch(createApp({ gate: gates })) });
+    const session = { "sprout-agent/session": "s1" };
+    const runTests = () => client.callTool({ name: "run_tests", arguments: {}, _meta: session }).then(resultText);
+    try {
+      const before = await runTests();
+      assert.match(
+        before,
+        new RegExp(`^PASSED: .* — "pwd" in "${serverDir}", [\\d.]+ m?s\nNo project folder is known`),
+      );
+      assert.match(before, /start the server with --cwd/);
+      assert.match(before, new RegExp(`Output .*:\n${serverDir}$`), "the command ran where the line says");
+      // A hook call names the agent's folder; later calls of the same session run there.
+      const hook = { ...session, "sprout-agent/hook": { event: "Stop", cwd: project } };
+      await client.callTool({ name: "_Stop", arguments: {}, _meta: hook });
+      const after = await runTests();
+      assert.match(after, new RegExp(`^PASSED: .* — "pwd" in "${project}", `));
+      assert.doesNotMatch(after, /No project folder is known/);
+      assert.match(after, new RegExp(`Output .*:\n${project}$`));
+    } finally {
+      await client.close();
+      gates.close();
     }
   });
 

@@ -61,7 +61,17 @@ export function createMcpServer(gate: TestGate | Gates): McpServer {
         "while the suite fails on the current files, so run this after changing code.",
       inputSchema: z.object({}),
     },
-    async (_args, ctx) => text(runSummary(await pick(ctx.mcpReq._meta).runTests())),
+    async (_args, ctx) => {
+      const meta = ctx.mcpReq._meta;
+      const run = await pick(meta).runTests();
+      // Over HTTP without --cwd, a call before any hook call of its session cannot know the
+      // agent's folder: say which folder it was instead of passing it off as the project.
+      const guessed = gate instanceof TestGate || !gate.guessesFolder(meta)
+        ? ""
+        : "No project folder is known for this session yet, so this ran in the test-gate server's own folder " +
+          "(start the server with --cwd to pin the project).";
+      return text(runSummary(run, guessed));
+    },
   );
 
   // Hooks take no arguments. Returning "" means "no objection": the agent treats blank hook

@@ -28,6 +28,8 @@ export interface GateOptions {
 export interface TestRun {
   /** The command, for display and to reproduce. */
   command: string;
+  /** The folder it ran in (absolute when the gate's `cwd` is). */
+  cwd: string;
   passed: boolean;
   /** Counts when the runner's output gave them. */
   passedCount?: number;
@@ -231,6 +233,7 @@ export class TestGate {
       const failedCount = parsed.failed;
       const run: TestRun = {
         command: this.command,
+        cwd: this.#options.cwd,
         passed: outcome.exitCode === 0 && !outcome.timedOut && (failedCount ?? 0) === 0,
         ...(parsed.passed === undefined ? {} : { passedCount: parsed.passed }),
         ...(failedCount === undefined ? {} : { failedCount }),
@@ -277,11 +280,16 @@ export function failureText(run: TestRun, cwd: string): string {
   return lines.join("\n");
 }
 
-/** The `run_tests` tool's text: verdict, counts, failing tests and the output's tail. */
-export function runSummary(run: TestRun): string {
+/**
+ * The `run_tests` tool's text: verdict, counts, the command and the folder it ran in (a
+ * server shared over HTTP may run in several), `note` when given, failing tests and the
+ * output's tail.
+ */
+export function runSummary(run: TestRun, note = ""): string {
   const verdict = run.passed ? "PASSED" : run.timedOut ? "TIMED OUT (killed)" : "FAILED";
   const took = run.durationMs < 1000 ? `${run.durationMs} ms` : `${(run.durationMs / 1000).toFixed(1)} s`;
-  const lines = [`${verdict}: ${counts(run)} — "${run.command}" in ${took}`];
+  const lines = [`${verdict}: ${counts(run)} — "${run.command}" in "${run.cwd}", ${took}`];
+  if (note !== "") lines.push(note);
   if (run.spawnError !== undefined) lines.push(`The command could not start: ${run.spawnError}`);
   if (run.failing.length > 0) lines.push("Failing tests:", ...run.failing.map((name) => `- ${name}`));
   const tail = run.outputTail.trimEnd();

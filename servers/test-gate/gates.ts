@@ -64,6 +64,18 @@ export class Gates {
     return this.#gate(cwd ?? this.#options.cwd);
   }
 
+  /**
+   * True when a request with this `_meta` runs in the server's own folder only for want of
+   * another: no `--cwd`, and neither the request nor its session has named the agent's folder
+   * (sprout-agent names it in hook calls, so a `run_tests` before the session's first hook
+   * call has none). `run_tests` says so, since that folder is likely not the agent's project.
+   */
+  guessesFolder(meta: Record<string, unknown> | undefined): boolean {
+    if (!this.#follow || agentCwd(meta) !== undefined) return false;
+    const session = meta?.["sprout-agent/session"];
+    return typeof session !== "string" || session === "" || !this.#sessions.has(session);
+  }
+
   /** Kills every run in progress and refuses new ones (for shutdown). */
   close(): void {
     for (const gate of this.#gates.values()) gate.close();
