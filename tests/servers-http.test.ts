@@ -4,7 +4,7 @@
  * is served the same whether the app or the MCP handler reads it. In-process, with raw requests.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -13,6 +13,8 @@ import { createApp as createGateApp } from "../servers/test-gate/app.ts";
 import { TestGate } from "../servers/test-gate/gate.ts";
 import { createApp as createTodoApp } from "../servers/todo-enforcer/app.ts";
 import { appFetch, modernToolCall, postJsonRpc, resultText } from "./helpers/hook-servers.ts";
+import { ok, run } from "./helpers/pack.ts";
+import { repoRoot, runsOnce } from "./helpers/runtime.ts";
 
 const URL_ = "http://127.0.0.1/mcp";
 
@@ -142,6 +144,48 @@ describe("test-gate: reused server instances", () => {
     } finally {
       gate.close();
       rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("each example server folder has what a copy needs", () => {
+  const rootPackage = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8"));
+  const tested: Record<string, string> = { ...rootPackage.dependencies, ...rootPackage.devDependencies };
+  for (const name of ["hello-hook", "todo-enforcer", "test-gate"]) {
+    const folder = join(repoRoot, "servers", name);
+    test(`${name}: its own package.json names every package its files import, at the versions tested here`, () => {
+      const pkg = JSON.parse(readFileSync(join(folder, "package.json"), "utf8"));
+      assert.equal(pkg.type, "module", "the sources are ES modules");
+      const declared: Record<string, string> = { ...pkg.dependencies, ...pkg.devDependencies };
+      for (const file of readdirSync(folder).filter((f) => f.endsWith(".ts"))) {
+        const text = readFileSync(join(folder, file), "utf8");
+        for (const [, spec] of text.matchAll(/(?:from |import\()"([^".][^"]*)"/g)) {
+          if (spec!.startsWith("node:")) continue;
+          const pkgName = spec!.startsWith("@") ? spec!.split("/").slice(0, 2).join("/") : spec!.split("/")[0]!;
+          assert.ok(declared[pkgName] !== undefined, `${file} imports ${spec}, which package.json does not name`);
+        }
+      }
+      for (const tool of ["tsx", "typescript", "@types/node"]) assert.ok(declared[tool], `${tool} for Node`);
+      for (const [dep, range] of Object.entries(declared)) {
+        if (dep !== "sprout-agent") assert.equal(range, tested[dep], `${dep}: the range the repository tests`);
+      }
+      // Every script runs a file of the folder; `check` type-checks with the folder's tsconfig.json.
+      for (const [script, command] of Object.entries<string>(pkg.scripts)) {
+        for (const [, file] of command.matchAll(/([\w.-]+\.ts)\b/g)) {
+          assert.ok(existsSync(join(folder, file!)), `script ${script} runs ${file}, which the folder lacks`);
+        }
+      }
+      assert.equal(pkg.scripts.check, "tsc --noEmit -p tsconfig.json");
+      assert.ok(existsSync(join(folder, "tsconfig.json")));
+    });
+  }
+
+  test("todo-enforcer and test-gate type-check with their own tsconfig.json (npm run check)", {
+    skip: !runsOnce && "runs once, under bun",
+  }, async () => {
+    for (const name of ["todo-enforcer", "test-gate"]) {
+      const folder = join(repoRoot, "servers", name);
+      ok(await run(join(repoRoot, "node_modules/.bin/tsc"), ["--noEmit", "-p", "tsconfig.json"], folder), name);
     }
   });
 });

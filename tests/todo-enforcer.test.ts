@@ -3,6 +3,9 @@
  * `app.request`), and the server over a real port and over stdio under each runtime.
  */
 import assert from "node:assert/strict";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, test } from "node:test";
 import { createAgent } from "../mod.ts";
 import { createApp } from "../servers/todo-enforcer/app.ts";
@@ -363,6 +366,32 @@ describe("todo-enforcer as a process", () => {
         assert.equal((await postJsonRpc(url, call, { headers: { origin: "http://evil.example" } })).status, 403);
       } finally {
         await server.stop();
+      }
+    });
+
+    test(`main.ts under ${which}, copied without the lmdb package, says how to fix that`, async () => {
+      // A hook author's copy: the folder alone (its own package.json), its packages installed
+      // except the default store's.
+      const dir = mkdtempSync(join(tmpdir(), "todo-copy-"));
+      try {
+        cpSync(join(repoRoot, "servers/todo-enforcer"), dir, { recursive: true });
+        mkdirSync(join(dir, "node_modules"));
+        for (const pkg of ["hono", "zod", "@hono", "@modelcontextprotocol"]) {
+          symlinkSync(join(repoRoot, "node_modules", pkg), join(dir, "node_modules", pkg), "dir");
+        }
+        const missing = await runServerToExit(join(dir, "main.ts"), [], which, {
+          cwd: dir,
+          env: { XDG_STATE_HOME: dir },
+        });
+        assert.equal(missing.code, 1);
+        assert.equal(missing.stdout, "");
+        assert.match(missing.stderr, /^Cannot load the lmdb store: .*\n/);
+        assert.match(missing.stderr, /npm install lmdb/);
+        assert.match(missing.stderr, /--store memory/);
+        const server = await startServer(join(dir, "main.ts"), ["--store", "memory"], which);
+        await server.stop();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
       }
     });
 

@@ -51,16 +51,34 @@ export function storeChoice(
 
 /**
  * Opens the chosen store.
- * @throws Error when the LMDB folder cannot be opened or Redis cannot be reached
+ * @throws Error when the store's package cannot be loaded (saying how to install it or which
+ *   `--store` needs none), the LMDB folder cannot be opened or Redis cannot be reached
  */
 export async function openStore(choice: StoreChoice): Promise<TodoStore> {
   if (choice.kind === "memory") return new MemoryStore();
   if (choice.kind === "lmdb") {
-    const { LmdbStore } = await import("./store-lmdb.ts");
+    const { LmdbStore } = await load("lmdb", () => import("./store-lmdb.ts"));
     return await LmdbStore.open({ path: choice.path });
   }
-  const { RedisStore } = await import("./store-redis.ts");
+  const { RedisStore } = await load("redis", () => import("./store-redis.ts"));
   return await RedisStore.connect({ url: choice.url });
+}
+
+/**
+ * Imports a store's module, which imports its package. Each package is optional (only the
+ * chosen store's is loaded), so a copy of this folder may well lack it: the runtime's own
+ * "Cannot find package" then gets what to do about it.
+ */
+async function load<T>(pkg: "lmdb" | "redis", importer: () => Promise<T>): Promise<T> {
+  try {
+    return await importer();
+  } catch (error) {
+    const others = pkg === "lmdb" ? "--store memory (lists lost on restart)" : "--store lmdb or --store memory";
+    throw new Error(
+      `Cannot load the ${pkg} store: ${(error as Error).message.split("\n")[0]}\n` +
+        `Install the package where this server runs (npm install ${pkg}, bun add ${pkg}, deno add npm:${pkg}), or run with ${others}`,
+    );
+  }
 }
 
 /** One line saying where the lists live, for stderr at start-up (the Redis password hidden). */
