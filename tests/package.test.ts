@@ -49,10 +49,12 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "sprout-pkg-"));
-    const { tarball, files: packedFiles } = await packOnce();
-    files = packedFiles;
+    // The project folder first: when the pack fails, the tests that still run must write into
+    // it, not into the working directory (join("", "tsconfig.json") replaced the repository's).
     project = join(dir, "project");
     mkdirSync(project);
+    const { tarball, files: packedFiles } = await packOnce();
+    files = packedFiles;
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
     ok(
       await run("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], project),
