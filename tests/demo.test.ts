@@ -33,8 +33,8 @@ describe("npm run demo", { skip: !runsOnce && "runs once, under bun" }, () => {
       /✓ fs__edit_file/,
       /✓ tests__run_tests \{\} \(\d+ ms\) → PASSED: 0 failed, 3 passed/,
       /✓ todo__todo .*→ \[x\] 1\. Run the test suite/,
-      /■ end_turn · 9 rounds · 7 tool calls · 1 objection/,
-      /hook objections \(2\):/,
+      /■ end_turn · 9 rounds · 7 tool calls · 1 objection \(2 hooks at once\) · /,
+      /hook objections \(2; the agent's summary counts an end of turn several hooks objected to once\):/,
       /tests in the copied project: PASS \(3 pass, 0 fail\)/,
     ];
     let at = 0;

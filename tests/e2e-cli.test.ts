@@ -123,6 +123,20 @@ describe("cli.ts run", { concurrency: 4 }, () => {
     );
   });
 
+  test("the summary counts an end of turn two hooks objected to as one objection, and says two hooks did", async () => {
+    await withLlm([{ text: "Finished." }, { text: "Finished again." }], async (env) => {
+      const cfg = mcpConfig({
+        fx: { FIXTURE_STOP: "two todos open", FIXTURE_STOP_COUNT: "1" },
+        fy: { FIXTURE_STOP: "the suite is red", FIXTURE_STOP_COUNT: "1" },
+      });
+      const run = await runCli(["run", "--mcp-config", cfg, "go"], { ...env, MCP_HOOK_SERVERS: "fx,fy" });
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stderr, /^⟲ _Stop objection from fx: two todos open$/m);
+      assert.match(run.stderr, /^⟲ _Stop objection from fy: the suite is red$/m);
+      assert.match(run.stderr, /^■ end_turn · 2 rounds · 0 tool calls · 1 objection \(2 hooks at once\) · /m);
+    });
+  });
+
   test("the prompt comes from stdin when absent or -", async () => {
     await withLlm([{ text: "a" }, { text: "b" }], async (env) => {
       for (const args of [["run", "--json"], ["run", "--json", "-"]]) {

@@ -146,7 +146,11 @@ async function main(): Promise<number> {
 
     console.log("\n--- demo summary ---");
     console.log(`agent exit status: ${code}`);
-    console.log(`hook objections (${objections.length}):`);
+    // One line per hook that objected; the agent's summary ("■ … 1 objection (2 hooks at once)")
+    // counts ends of turn objected to, the unit of its objection budget.
+    console.log(
+      `hook objections (${objections.length}; the agent's summary counts an end of turn several hooks objected to once):`,
+    );
     for (const o of objections) console.log(`  ${o}`);
     const check = spawnSync(bin("bun"), ["test"], { cwd: project, encoding: "utf8" });
     const passed = check.status === 0;

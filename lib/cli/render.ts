@@ -112,6 +112,8 @@ export function humanPrinter(): HumanPrinter {
   /** A round started since the last text: its first text is set off by a blank line. */
   let newRound = false;
   let thinking: "no" | "line-start" | "mid-line" = "no";
+  /** `_Stop` objection lines printed: several hooks may object to one end of turn. */
+  let hookObjections = 0;
   const running = new Map<string, { args: Record<string, unknown>; timer: ReturnType<typeof setTimeout> }>();
   const writeErr = (raw: string, painted = raw) => {
     stderr().write(painted);
@@ -204,6 +206,7 @@ export function humanPrinter(): HumanPrinter {
           } else if (point.effect === "objection") {
             // The first line, then up to 8 more lines of the objection, indented.
             const [first = "", ...more] = (e.text ?? "").trim().split("\n").filter((l) => l.trim() !== "");
+            hookObjections++;
             line(err.yellow(`⟲ ${e.hook} objection from ${e.server}: ${first}`));
             for (const l of more.slice(0, 8)) line(err.dim(`    ${l.length > 160 ? `${l.slice(0, 159)}…` : l}`));
             if (more.length > 8) line(err.dim(`    … ${more.length - 8} more lines`));
@@ -228,11 +231,17 @@ export function humanPrinter(): HumanPrinter {
       endAnswer();
       if (r.refusal !== undefined) line(err.yellow(`⊘ refused: ${r.refusal}`));
       if (r.halt !== undefined) line(err.yellow(`⊘ halted by ${r.halt.hook} from ${r.halt.server}: ${r.halt.reason}`));
+      // An objection is an end of turn the _Stop hooks objected to (the unit of the budget, SPEC
+      // 7.2), however many objected at once; when several did, the ⟲ lines outnumber it: say so.
+      const together = hookObjections > r.objections && r.objections > 0
+        ? ` (${hookObjections} hooks${r.objections === 1 ? " at once" : ", some at once"})`
+        : "";
+      hookObjections = 0;
       line(err.dim(
         `■ ${r.stopReason} · ${r.rounds} round${r.rounds === 1 ? "" : "s"} · ${r.toolCalls} tool call${
           r.toolCalls === 1 ? "" : "s"
         } · ` +
-          `${r.objections} objection${r.objections === 1 ? "" : "s"} · ${formatDuration(r.durationMs)}`,
+          `${r.objections} objection${r.objections === 1 ? "" : "s"}${together} · ${formatDuration(r.durationMs)}`,
       ));
     },
     error(message) {
