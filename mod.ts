@@ -28,7 +28,7 @@ export { createAgent } from "./lib/agent/agent.ts";
 export type { Agent } from "./lib/agent/agent.ts";
 export type { AgentLimits, AgentOptions, ModelOptions } from "./lib/agent/options.ts";
 export { agentOptionsFromEnv } from "./lib/agent/from-env.ts";
-export type { AgentEvent, HookOutcome, PromptResult } from "./lib/conversation/events.ts";
+export type { AgentEvent, HookDecision, HookHalt, HookOutcome, PromptResult } from "./lib/conversation/events.ts";
 export type { PromptRun } from "./lib/agent/loop.ts";
 export type { EventStream } from "./lib/util/stream.ts";
 export type { RegistryFailure } from "./lib/mcp/registry.ts";
@@ -55,6 +55,8 @@ export type {
 export { AgentError } from "./lib/util/errors.ts";
 export type { AgentErrorCode } from "./lib/util/errors.ts";
 export type { HookCall, HookContext, HookHandler, HookMeta, HookName, InProcessHooks } from "./lib/hooks/runner.ts";
+export type { HookToolCall } from "./lib/hooks/points.ts";
+export type { PermissionAsk, PermissionDefault, PermissionOutcome, PermissionRequest } from "./lib/hooks/permission.ts";
 export { serveAcp } from "./lib/acp/server.ts";
 export type { AcpOptions, TextSink } from "./lib/acp/server.ts";
 export { VERSION } from "./lib/util/version.ts";

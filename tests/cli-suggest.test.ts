@@ -75,6 +75,7 @@ describe("did you mean (SPEC section 11: an unknown flag or command is a usage e
       mcpConfig: "a.json",
       json: true,
       prompt: ["fix", "-", "--jsn"],
+      permissions: { allow: [], ask: [], deny: [] },
     });
   });
 });

@@ -12,7 +12,7 @@ import { AgentSession } from "../lib/agent/loop.ts";
 import { combinePreToolUse, parseDecision } from "../lib/hooks/decisions.ts";
 import { inputProblems } from "../lib/hooks/input-check.ts";
 import { appliesTo, type InProcessHooks } from "../lib/hooks/runner.ts";
-import type { PermissionAsk } from "../lib/hooks/tool-hooks.ts";
+import { type PermissionAsk, policyDecision } from "../lib/hooks/permission.ts";
 import { createAgent } from "../lib/agent/agent.ts";
 import { parseMcpConfig } from "../lib/mcp/config.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
@@ -248,7 +248,7 @@ describe("_PreToolUse (SPEC 7.6)", () => {
       const asked: unknown[] = [];
       const ask: PermissionAsk | undefined = answer === undefined ? undefined : (request) => {
         asked.push(request);
-        return Promise.resolve({ decision: answer });
+        return Promise.resolve(answer === "allow" ? "allow_once" : "reject_once");
       };
       const t = await session([fs, guard], model, ask === undefined ? {} : { ask });
       try {
@@ -758,6 +758,167 @@ describe("required servers fail closed (SPEC 3.1)", () => {
           resolvePath: (a, b) => `${a}/${b}`,
         }),
       /mcpServers\.g\.required must be true or false/,
+    );
+  });
+});
+
+describe("the permission policy (SPEC 7.8)", () => {
+  const policy = (p: Partial<{ allow: string[]; ask: string[]; deny: string[]; default: string }>) => ({
+    SPROUT_AGENT_ALLOW: (p.allow ?? []).join(","),
+    SPROUT_AGENT_ASK: (p.ask ?? []).join(","),
+    SPROUT_AGENT_DENY: (p.deny ?? []).join(","),
+    SPROUT_AGENT_PERMISSION_DEFAULT: p.default ?? "",
+  });
+
+  test("policyDecision: deny beats ask beats allow; auto asks for destructiveHint tools only when someone can answer", () => {
+    const p = { allow: ["fs__*"], ask: ["fs__write"], deny: ["fs__rm*"], default: "auto" as const };
+    assert.deepEqual(policyDecision(p, "fs__rmdir", undefined, true), { decision: "deny", rule: 'deny "fs__rm*"' });
+    assert.deepEqual(policyDecision(p, "fs__write", undefined, true), { decision: "ask", rule: 'ask "fs__write"' });
+    assert.deepEqual(policyDecision(p, "fs__read", undefined, true), {
+      decision: "allow",
+      rule: 'allow "fs__*"',
+      explicit: true,
+    });
+    const destructive = { annotations: { destructiveHint: true } };
+    const readOnly = { annotations: { readOnlyHint: true, destructiveHint: true } };
+    assert.equal(policyDecision(p, "x__drop", destructive, true).decision, "ask");
+    assert.equal(policyDecision(p, "x__drop", destructive, false).decision, "allow", "headless: unchanged");
+    assert.equal(policyDecision(p, "x__get", readOnly, true).decision, "allow");
+    assert.equal(policyDecision(p, "x__other", {}, true).decision, "allow");
+    assert.deepEqual(policyDecision({ ...p, default: "deny" }, "x__other", readOnly, true), {
+      decision: "deny",
+      rule: "the default deny",
+    });
+  });
+
+  test("a deny rule refuses the call before any hook; the model reads which rule", async () => {
+    const fs = fsServer();
+    const guard = new FakeServer("guard", ["_PreToolUse"], { _PreToolUse: () => text("") });
+    const model = recordingModel([{ toolCalls: [call("fs__write", { path: "a" })], stop: "tool_use" }, {
+      text: "done",
+    }]);
+    const t = await session([fs, guard], model, { env: policy({ deny: ["fs__w*"] }) });
+    try {
+      await run(t.session, "go");
+      assert.equal(fs.calls.length, 0);
+      assert.equal(guard.calls.length, 0, "a denied call costs no hook");
+      const r = results(t.session.history).get("c1")!;
+      assert.equal(r.isError, true);
+      assert.deepEqual(texts(r.content), [
+        `Permission denied: the operator's policy (deny "fs__w*") does not allow "fs__write"`,
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("an ask rule with no one to ask denies, naming the setting that allows the tool", async () => {
+    const fs = fsServer();
+    const model = recordingModel([{ toolCalls: [call("fs__write", { path: "a" })], stop: "tool_use" }, {
+      text: "done",
+    }]);
+    const t = await session([fs], model, { env: policy({ ask: ["fs__*"] }) });
+    try {
+      await run(t.session, "go");
+      assert.equal(fs.calls.length, 0);
+      assert.deepEqual(texts(results(t.session.history).get("c1")!.content), [
+        `Permission denied: the operator's policy (ask "fs__*") asks before "fs__write" runs (permission was asked for, and no one can answer in this run: allow it in advance with --allow "fs__write" or SPROUT_AGENT_ALLOW)`,
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("allow always holds for the session; reject always too; each asks once", async () => {
+    const fs = fsServer();
+    const model = recordingModel([
+      { toolCalls: [call("fs__write", { path: "a" }, "c1"), call("fs__read", { path: "a" }, "c2")], stop: "tool_use" },
+      { text: "first" },
+      { toolCalls: [call("fs__write", { path: "b" }, "c3"), call("fs__read", { path: "b" }, "c4")], stop: "tool_use" },
+      { text: "second" },
+    ]);
+    const asked: string[] = [];
+    const ask: PermissionAsk = (request) => {
+      asked.push(request.call.name);
+      return Promise.resolve(request.call.name === "fs__write" ? "allow_always" : "reject_always");
+    };
+    const t = await session([fs], model, { env: policy({ ask: ["fs__*"] }), ask });
+    try {
+      await run(t.session, "one");
+      await run(t.session, "two");
+      assert.deepEqual(asked, ["fs__write", "fs__read"], "asked once per tool");
+      assert.deepEqual(fs.calls.map((c) => [c.tool, c.args]), [["write", { path: "a" }], ["write", { path: "b" }]]);
+      assert.deepEqual(texts(results(t.session.history).get("c4")!.content), [
+        'Permission denied: the person rejected "fs__read" for this session',
+      ]);
+      assertPaired(t.session.history);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("the auto default asks for a destructiveHint tool when someone can answer, and for nothing headless", async () => {
+    for (const withPerson of [true, false]) {
+      const fs = new FakeServer("fs", [
+        { name: "drop", inputSchema: { type: "object" }, annotations: { destructiveHint: true } },
+        { name: "get", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+      ]);
+      const model = recordingModel([{
+        toolCalls: [call("fs__drop", {}, "c1"), call("fs__get", {}, "c2")],
+        stop: "tool_use",
+      }, { text: "done" }]);
+      const asked: string[] = [];
+      const ask: PermissionAsk = (request) => {
+        asked.push(request.call.name);
+        return Promise.resolve("reject_once");
+      };
+      const t = await session([fs], model, withPerson ? { ask } : {});
+      try {
+        await run(t.session, "go");
+        assert.deepEqual(asked, withPerson ? ["fs__drop"] : []);
+        assert.deepEqual(fs.calls.map((c) => c.tool), withPerson ? ["get"] : ["drop", "get"]);
+      } finally {
+        await t.close();
+      }
+    }
+  });
+
+  test("an explicit allow rule answers a hook's ask in advance; a hook's allow answers the policy's ask", async () => {
+    const cases = [
+      { env: policy({ allow: ["fs__write"] }), hook: { decision: "ask", reason: "check" }, runs: true },
+      { env: policy({ ask: ["fs__*"] }), hook: { decision: "allow" }, runs: true },
+      { env: policy({}), hook: { decision: "ask", reason: "check" }, runs: false },
+    ];
+    for (const c of cases) {
+      const fs = fsServer();
+      const guard = new FakeServer("guard", ["_PreToolUse"], { _PreToolUse: () => typed(c.hook) });
+      const model = recordingModel([{ toolCalls: [call("fs__write", { path: "a" })], stop: "tool_use" }, {
+        text: "done",
+      }]);
+      const t = await session([fs, guard], model, { env: c.env });
+      try {
+        await run(t.session, "go");
+        assert.equal(fs.calls.length, c.runs ? 1 : 0, JSON.stringify(c));
+      } finally {
+        await t.close();
+      }
+    }
+  });
+
+  test("the settings name what is wrong", async () => {
+    assert.throws(
+      () => loadConfig({ SPROUT_AGENT_PERMISSION_DEFAULT: "maybe" }, () => ""),
+      /Invalid SPROUT_AGENT_PERMISSION_DEFAULT: "maybe" is not one of auto, allow, ask, deny/,
+    );
+    assert.deepEqual(loadConfig({ SPROUT_AGENT_ALLOW: " a__*, ,b__c " }, () => "").permissions, {
+      allow: ["a__*", "b__c"],
+      ask: [],
+      deny: [],
+      default: "auto",
+    });
+    await assert.rejects(
+      createAgent({ model: recordingModel([]), permissions: { deny: [""] } }),
+      /permissions\.deny/,
     );
   });
 });

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { AgentEvent, HookDecision, PromptResult } from "../conversation/events.ts";
+import type { AgentEvent, PromptResult } from "../conversation/events.ts";
 import { hookAnswerWords } from "../hooks/decisions.ts";
 import { HOOK_POINTS, type HookName, type HookPoint } from "../hooks/points.ts";
 

@@ -127,6 +127,7 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     id: sessionId,
     cwd: options.cwd ?? process.cwd(),
     hooks,
+    ...(options.requestPermission === undefined ? {} : { ask: options.requestPermission }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   const onEvent = options.onEvent ?? (() => {});

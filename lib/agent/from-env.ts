@@ -66,6 +66,7 @@ export function agentOptionsFromEnv(
     stopMaxRejections: config.stopMaxRejections,
     stopDeclinedTwice: config.stopDeclinedTwice,
     maxLineBytes: config.maxLineBytes,
+    permissions: config.permissions,
   };
 }
 

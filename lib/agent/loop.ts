@@ -11,7 +11,8 @@ import { AgentError, isAbortError } from "../util/errors.ts";
 import { type AgentEvent, type HookHalt, NO_REFUSAL_EXPLANATION, type PromptResult } from "../conversation/events.ts";
 import { type HookContext, hookMeta, MAX_HOOK_CONTEXT_TEXT_BYTES } from "../hooks/points.ts";
 import { HookRunner, type InProcessHooks } from "../hooks/runner.ts";
-import { type PermissionAsk, toolCallHooks } from "../hooks/tool-hooks.ts";
+import type { PermissionAsk } from "../hooks/permission.ts";
+import { toolCallHooks } from "../hooks/tool-hooks.ts";
 import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
 import { clampUtf8 } from "../util/utf8.ts";
 import type { ToolRegistry } from "../mcp/types.ts";
@@ -52,8 +53,8 @@ export interface SessionOptions {
   /** In-process hook functions, beside the servers' hooks (SPEC section 4.7); default none. */
   hooks?: InProcessHooks;
   /**
-   * Answers a `_PreToolUse` `ask` (SPEC section 7.6); default none: an `ask` denies the call
-   * with a reason saying no one could be asked.
+   * Answers an `ask` of the permission policy or a `_PreToolUse` hook (SPEC section 7.8);
+   * default none: an `ask` denies the call with a reason naming the setting that allows it.
    */
   ask?: PermissionAsk;
 }
@@ -130,6 +131,8 @@ export class AgentSession {
   /** True while `_SessionStart` runs: a halt then is kept for the first prompt. */
   #collectHalts = false;
   readonly #ask: PermissionAsk | undefined;
+  /** "Always" answers of the person, by qualified tool name: they hold for the session. */
+  readonly #remembered = new Map<string, "allow" | "deny">();
   #busy = false;
   #idCounter = 0;
 
@@ -475,6 +478,8 @@ export class AgentSession {
         runner: this.#hooks,
         registry: this.#registry,
         meta: () => hookMeta(prompt.rounds, this.stopRejections, config.stopMaxRejections, this.#hookContext(prompt)),
+        policy: config.permissions,
+        remembered: this.#remembered,
         ...(this.#ask === undefined ? {} : { ask: this.#ask }),
       }),
     });

@@ -6,10 +6,18 @@
  */
 
 import { resolve } from "node:path";
-import { type Config, type HookServers, isHttpUrl, loadConfig, MAX_TIMER_MS } from "../config/config.ts";
+import {
+  type Config,
+  type HookServers,
+  isHttpUrl,
+  loadConfig,
+  MAX_TIMER_MS,
+  type PermissionDefault,
+} from "../config/config.ts";
 import { AgentError } from "../util/errors.ts";
 import type { AgentEvent } from "../conversation/events.ts";
 import { HOOK_POINTS } from "../hooks/points.ts";
+import type { PermissionAsk } from "../hooks/permission.ts";
 import type { InProcessHooks } from "../hooks/runner.ts";
 import { createAnthropicModel, MIN_THINKING_BUDGET_TOKENS } from "../llm/anthropic.ts";
 import { createScriptedModel, parseScript, type ScriptTurn } from "../llm/scripted.ts";
@@ -125,6 +133,25 @@ export interface AgentOptions extends AgentLimits {
    */
   stopDeclinedTwice?: boolean | undefined;
   /**
+   * The operator's permission policy for tool calls (SPEC section 7.8): `allow`, `ask` and
+   * `deny` globs over qualified tool names (`deny` beats `ask` beats `allow`) and the
+   * `default` for other tools: `auto` (ask for a `destructiveHint` tool when
+   * `requestPermission` is given, allow the rest), `allow`, `ask` or `deny`. Default: no
+   * rules, `auto`, so without `requestPermission` every tool runs, as before.
+   */
+  permissions?: {
+    allow?: readonly string[] | undefined;
+    ask?: readonly string[] | undefined;
+    deny?: readonly string[] | undefined;
+    default?: PermissionDefault | undefined;
+  } | undefined;
+  /**
+   * Asks the person whether a tool call may run, when the policy or a `_PreToolUse` hook says
+   * `ask` (SPEC section 7.8); "always" answers hold for the session. Default none: an `ask`
+   * is then a denial whose text names the setting that would allow the tool.
+   */
+  requestPermission?: PermissionAsk | undefined;
+  /**
    * Receives the events that happen outside a prompt: the `hook` and `warning` events of
    * `_SessionStart` (in `createAgent`) and `_SessionEnd` (in `close`). Default: dropped.
    */
@@ -218,6 +245,25 @@ export function agentConfig(options: AgentOptions): Config {
   if (options.stopDeclinedTwice !== undefined) {
     if (typeof options.stopDeclinedTwice !== "boolean") invalid("stopDeclinedTwice", "it must be true or false");
     config.stopDeclinedTwice = options.stopDeclinedTwice;
+  }
+  const permissions = options.permissions;
+  if (permissions !== undefined) {
+    if (typeof permissions !== "object" || permissions === null) invalid("permissions", "it must be an object");
+    for (const key of ["allow", "ask", "deny"] as const) {
+      const list = permissions[key];
+      if (list === undefined) continue;
+      if (!Array.isArray(list) || list.some((g) => typeof g !== "string" || g.trim() === "")) {
+        invalid(`permissions.${key}`, "it must be an array of non-empty glob strings");
+      }
+      config.permissions[key] = [...list];
+    }
+    const fallback = permissions.default;
+    if (fallback !== undefined) {
+      if (!["auto", "allow", "ask", "deny"].includes(fallback)) {
+        invalid("permissions.default", `${JSON.stringify(fallback)} is not one of auto, allow, ask, deny`);
+      }
+      config.permissions.default = fallback;
+    }
   }
   const m = options.model;
   if (!isModel(m) && m.provider === "anthropic") {

@@ -12,7 +12,8 @@ import { closest } from "./suggest.ts";
 export const USAGE = `sprout-agent ${VERSION}: an LLM agent whose lifecycle MCP servers can steer
 
 Usage:
-  cli.ts run [--mcp-config FILE] [--json] [PROMPT…]   run one prompt (PROMPT from stdin when absent or "-")
+  cli.ts run [--mcp-config FILE] [--json] [--allow|--ask|--deny GLOB]… [PROMPT…]
+                                                      run one prompt (PROMPT from stdin when absent or "-")
   cli.ts hooks [--mcp-config FILE] [--json]           list the servers' hooks and call each enabled one once,
                                                       as a dry run (exit 1 when one breaks the contract)
   cli.ts acp                                          serve the Agent Client Protocol on stdin/stdout
@@ -21,6 +22,9 @@ Usage:
 Options:
   --mcp-config FILE   MCP servers in the .mcp.json shape (default: ./.mcp.json when it exists)
   --json              one JSON event per line on stdout; the last line is the result (hooks: one report line)
+  --allow GLOB        run tools matching GLOB (over names such as fs__write_file) without asking
+  --ask GLOB          ask before tools matching GLOB run (on a terminal; elsewhere they are denied)
+  --deny GLOB         never run tools matching GLOB (deny beats ask beats allow; each flag repeatable)
 
 Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 3 a required server could not
 start, 130/143 after SIGINT/SIGTERM, 141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
@@ -38,10 +42,12 @@ export interface RunArgs {
   json: boolean;
   /** The prompt's words (everything after `--` too). */
   prompt: string[];
+  /** `--allow GLOB`, `--ask GLOB`, `--deny GLOB` (each repeatable): added to the permission policy (SPEC 7.8). */
+  permissions: { allow: string[]; ask: string[]; deny: string[] };
 }
 
 /** The flags `run` and `hooks` take, for "did you mean" (`--help` is read by `main.ts`). */
-export const RUN_FLAGS: readonly string[] = ["--json", "--mcp-config", "--help"];
+export const RUN_FLAGS: readonly string[] = ["--json", "--mcp-config", "--allow", "--ask", "--deny", "--help"];
 
 /**
  * Parses `run`'s arguments. Throws `AgentError("usage")` on an unknown flag (naming the
@@ -49,7 +55,12 @@ export const RUN_FLAGS: readonly string[] = ["--json", "--mcp-config", "--help"]
  * `--mcp-config` value.
  */
 export function parseRunArgs(args: string[]): RunArgs {
-  const out: RunArgs = { mcpConfig: undefined, json: false, prompt: [] };
+  const out: RunArgs = {
+    mcpConfig: undefined,
+    json: false,
+    prompt: [],
+    permissions: { allow: [], ask: [], deny: [] },
+  };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === "--") {
@@ -63,6 +74,13 @@ export function parseRunArgs(args: string[]): RunArgs {
         throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
       }
       out.mcpConfig = value;
+    } else if (/^--(allow|ask|deny)(=|$)/.test(arg)) {
+      const flag = arg.slice(2).split("=")[0] as "allow" | "ask" | "deny";
+      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
+      if (value === undefined || value.trim() === "") {
+        throw new AgentError("usage", `Missing value for --${flag}: give a tool name or glob, such as "fs__*"`);
+      }
+      out.permissions[flag].push(value.trim());
     } else if (arg.startsWith("--json=")) {
       throw new AgentError("usage", `Unexpected value in ${JSON.stringify(arg)}: --json takes no value (see --help)`);
     } else if (arg.startsWith("--") || (arg.startsWith("-") && arg !== "-")) {

@@ -25,6 +25,10 @@ import { loadServers } from "./servers.ts";
 /** `cli.ts hooks ARGS…`: the dry run. Returns the exit status; throws `AgentError("usage" | "config")`. */
 export async function hooks(args: string[]): Promise<number> {
   const parsed = parseRunArgs(args);
+  const flag = (["allow", "ask", "deny"] as const).find((k) => parsed.permissions[k].length > 0);
+  if (flag !== undefined) {
+    throw new AgentError("usage", `Unexpected flag --${flag}: hooks takes only --mcp-config FILE and --json`);
+  }
   if (parsed.prompt.length > 0) {
     throw new AgentError(
       "usage",

@@ -12,7 +12,8 @@ import type { AgentEvent, PromptResult } from "../conversation/events.ts";
 import { AgentError, isAbortError } from "../util/errors.ts";
 import { configSecrets, redact, redactEvent } from "../util/redact.ts";
 import { parseRunArgs } from "./args.ts";
-import { exit, isExiting, printed, stdout } from "./io.ts";
+import { type LineInput, terminalAsk } from "./ask.ts";
+import { exit, isExiting, printed, stderr, stdout } from "./io.ts";
 import { humanPrinter, serverStderrOption } from "./render.ts";
 import { loadServers } from "./servers.ts";
 
@@ -31,7 +32,8 @@ export async function run(args: string[]): Promise<number> {
   printed.secrets = [...configSecrets(optionKeys(options), servers), ...referenced];
   const secrets = printed.secrets;
   let prompt: string;
-  if (parsed.prompt.length === 0 || (parsed.prompt.length === 1 && parsed.prompt[0] === "-")) {
+  const fromStdin = parsed.prompt.length === 0 || (parsed.prompt.length === 1 && parsed.prompt[0] === "-");
+  if (fromStdin) {
     if (parsed.prompt.length === 0 && process.stdin.isTTY) {
       throw new AgentError("usage", "Missing prompt: give it as arguments, or pipe it on stdin");
     }
@@ -60,6 +62,20 @@ export async function run(args: string[]): Promise<number> {
       if (event.type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
     } else human!.event(event);
   };
+
+  // The permission policy (SPEC 7.8): the flags add to the environment's lists. Someone can
+  // answer an ask only on a terminal, when stdin was not the prompt and --json is off.
+  const policy = options.permissions!;
+  const permissions = {
+    allow: [...(policy.allow ?? []), ...parsed.permissions.allow],
+    ask: [...(policy.ask ?? []), ...parsed.permissions.ask],
+    deny: [...(policy.deny ?? []), ...parsed.permissions.deny],
+    default: policy.default ?? "auto",
+  };
+  const person = !json && !fromStdin && process.stdin.isTTY === true && process.stderr.isTTY === true;
+  const requestPermission = person && printer !== undefined
+    ? terminalAsk(printer.note, (text) => stderr().write(text), process.stdin as unknown as LineInput)
+    : undefined;
 
   const controller = new AbortController();
   let signalled: "SIGINT" | "SIGTERM" | undefined;
@@ -93,6 +109,8 @@ export async function run(args: string[]): Promise<number> {
       onEvent,
       ...serverStderr,
       signal: controller.signal,
+      permissions,
+      ...(requestPermission === undefined ? {} : { requestPermission }),
     });
   } catch (error) {
     if (signalled !== undefined && isAbortError(error)) return signalled === "SIGINT" ? 130 : 143;

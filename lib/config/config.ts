@@ -123,6 +123,46 @@ export interface Config {
    * requires. Other providers ignore it.
    */
   thinkingBudgetTokens: number;
+  /**
+   * The operator's permission policy for tool calls (SPEC section 7.8):
+   * `SPROUT_AGENT_ALLOW`, `SPROUT_AGENT_ASK`, `SPROUT_AGENT_DENY` (comma-separated globs over
+   * qualified tool names) and `SPROUT_AGENT_PERMISSION_DEFAULT` (`auto` | `allow` | `ask` |
+   * `deny`, default `auto`); the CLI's `--allow`, `--ask` and `--deny` add to the lists.
+   */
+  permissions: PermissionPolicy;
+}
+
+/** What the policy says of a tool when no rule names it (SPEC 7.8). */
+export type PermissionDefault = "auto" | "allow" | "ask" | "deny";
+
+/**
+ * The operator's policy: globs over qualified tool names (`*` any run of characters, `?` one)
+ * per decision, and the default for a tool no glob matches. `deny` beats `ask` beats `allow`.
+ * @example
+ * const policy: PermissionPolicy = { allow: ["fs__read_*"], ask: ["shell__*"], deny: ["fs__delete"], default: "auto" };
+ */
+export interface PermissionPolicy {
+  /** Tools that run without asking; an explicit match also answers a hook's `ask` in advance. */
+  allow: string[];
+  /** Tools that are asked for each time (unless answered "always" in the session). */
+  ask: string[];
+  /** Tools that never run (their hooks are not called). */
+  deny: string[];
+  /**
+   * A tool no glob matches: `auto` (the default) asks for a tool the server marks
+   * `destructiveHint: true` when someone can answer, and allows every other tool (so a headless
+   * run is unchanged); `allow`, `ask` or `deny` decide alone.
+   */
+  default: PermissionDefault;
+}
+
+/**
+ * Parses a comma-separated list of globs (`SPROUT_AGENT_ALLOW` and the like): entries
+ * trimmed, empty ones dropped.
+ * @example parseGlobs(" fs__read_*, ,shell__ls") // ["fs__read_*", "shell__ls"]
+ */
+export function parseGlobs(raw: string | undefined): string[] {
+  return (raw ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
 }
 
 /** The built-in system prompt. */
@@ -178,6 +218,14 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
     name: "SPROUT_AGENT_SERVER_STDERR",
     default: "show for run and hooks, hide with --json and for acp",
     meaning: "stdio servers' stderr lines on stderr as [name] line: show or hide",
+  },
+  { name: "SPROUT_AGENT_ALLOW", default: "(none)", meaning: "tools that run without asking: comma-separated globs" },
+  { name: "SPROUT_AGENT_ASK", default: "(none)", meaning: "tools asked for each time: comma-separated globs" },
+  { name: "SPROUT_AGENT_DENY", default: "(none)", meaning: "tools that never run: comma-separated globs" },
+  {
+    name: "SPROUT_AGENT_PERMISSION_DEFAULT",
+    default: "auto",
+    meaning: "other tools: auto (ask for destructiveHint tools when someone can answer), allow, ask or deny",
   },
   {
     name: "SPROUT_AGENT_THINKING_BUDGET_TOKENS",
@@ -384,8 +432,25 @@ export function loadConfig(env: Env, readFile: (path: string) => string): Config
     hookServers: parseHookServers(env["MCP_HOOK_SERVERS"]),
     maxLineBytes: integer(env, "SPROUT_AGENT_MAX_LINE_BYTES", 4194304, 1024),
     thinkingBudgetTokens,
+    permissions: {
+      allow: parseGlobs(env["SPROUT_AGENT_ALLOW"]),
+      ask: parseGlobs(env["SPROUT_AGENT_ASK"]),
+      deny: parseGlobs(env["SPROUT_AGENT_DENY"]),
+      default: permissionDefault(env),
+    },
   };
   return config;
+}
+
+/** `SPROUT_AGENT_PERMISSION_DEFAULT`: `auto` (unset or empty), `allow`, `ask` or `deny`. */
+function permissionDefault(env: Env): PermissionDefault {
+  const raw = (env["SPROUT_AGENT_PERMISSION_DEFAULT"] ?? "").trim();
+  if (raw === "") return "auto";
+  if (raw === "auto" || raw === "allow" || raw === "ask" || raw === "deny") return raw;
+  throw new AgentError(
+    "config",
+    `Invalid SPROUT_AGENT_PERMISSION_DEFAULT: ${JSON.stringify(raw)} is not one of auto, allow, ask, deny`,
+  );
 }
 
 /**

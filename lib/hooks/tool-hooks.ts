@@ -14,6 +14,13 @@ import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
 import { clampUtf8 } from "../util/utf8.ts";
 import { combinePreToolUse, type HookDecision, type ToolCallVerdict } from "./decisions.ts";
 import { inputProblems } from "./input-check.ts";
+import {
+  OPEN_POLICY,
+  type PermissionAsk,
+  type PermissionOutcome,
+  type PermissionPolicy,
+  policyDecision,
+} from "./permission.ts";
 import { type HookMeta, type HookToolCall, MAX_HOOK_CONTEXT_TEXT_BYTES } from "./points.ts";
 import type { HookResult, HookRunner } from "./runner.ts";
 
@@ -39,15 +46,6 @@ export interface ToolCallHooks {
   after(call: ToolCall, outcome: ToolOutcome, notes: readonly ResultBlock[]): Promise<ToolOutcome>;
 }
 
-/**
- * How an `ask` is answered (SPEC section 7.6): `allow` runs the call, `deny` refuses it with
- * `reason` as the model's error text. Without a person to ask, a deny.
- */
-export type PermissionAsk = (
-  request: { call: HookToolCall; reason: string; servers: readonly string[] },
-  signal: AbortSignal,
-) => Promise<{ decision: "allow" | "deny"; reason?: string }>;
-
 /** Options of {@link toolCallHooks}. */
 export interface ToolCallHooksOptions {
   /** The session's runner. */
@@ -56,8 +54,12 @@ export interface ToolCallHooksOptions {
   registry: ToolRegistry;
   /** The `_meta` of the round (`hookMeta(round, …, context)`), read once per call. */
   meta: () => HookMeta;
-  /** Answers `ask`; default: none, so an `ask` denies with a reason that says so. */
+  /** Answers an `ask` (SPEC 7.8); default: none, so an `ask` denies with a reason naming the setting. */
   ask?: PermissionAsk;
+  /** The operator's policy (SPEC 7.8); default {@link OPEN_POLICY}. */
+  policy?: PermissionPolicy;
+  /** The session's "always" answers by qualified tool name; read and written here. */
+  remembered?: Map<string, "allow" | "deny">;
 }
 
 /** The JSON block an injection is made of (SPEC section 7.4): `{hook, server, text}`. */
@@ -86,64 +88,94 @@ export function toolCallHooks(options: ToolCallHooksOptions): ToolCallHooks {
     if (route === undefined) return undefined;
     return { id: call.id, name: call.name, server: route.server, tool: route.tool.name, arguments: args };
   };
+  /** A denial by hooks: their text, as an injection is (SPEC 7.4). */
   const denied = (servers: readonly string[], text: string): BeforeTool => ({
     run: false,
     outcome: { content: [noteBlock("_PreToolUse", servers.join(", "), text)], isError: true },
   });
+  /** A denial by the agent (the policy, the person): plain text, as the agent's own errors are. */
+  const refused = (text: string): BeforeTool => ({
+    run: false,
+    outcome: { content: [{ type: "text", text }], isError: true },
+  });
   return {
     async before(call, signal) {
-      const toolCall = hookCall(call, call.arguments);
+      const route = registry.route(call.name);
       const pass: BeforeTool = { run: true, arguments: call.arguments, notes: [] };
-      if (toolCall === undefined || runner.targets("_PreToolUse", call.name).length === 0) return pass;
-      const results = await runner.run("_PreToolUse", { ...options.meta(), toolCall }, { toolName: call.name });
-      // A required guard that did not answer denies (SPEC 3.1): it must not pass silently.
-      const failed = results.filter((r) =>
-        (r.outcome === "timeout" || r.outcome === "error") && registry.isRequired(r.server)
-      );
-      if (failed.length > 0) {
-        const why = failed.map((r) => r.message ?? r.outcome).join("; ");
-        return denied(
-          failed.map((r) => r.server),
-          `the required guard did not answer, so the call was not run (${why})`,
-        );
+      // A name the registry cannot route is answered by the registry (unknown tool): no hook, no policy.
+      if (route === undefined) return pass;
+      const toolCall: HookToolCall = {
+        id: call.id,
+        name: call.name,
+        server: route.server,
+        tool: route.tool.name,
+        arguments: call.arguments,
+      };
+      const name = JSON.stringify(call.name);
+      const remembered = options.remembered?.get(call.name);
+      if (remembered === "deny") return refused(`Permission denied: the person rejected ${name} for this session`);
+      const policy = policyDecision(options.policy ?? OPEN_POLICY, call.name, route.tool, options.ask !== undefined);
+      if (policy.decision === "deny") {
+        return refused(`Permission denied: the operator's policy (${policy.rule}) does not allow ${name}`);
       }
-      const list = verdicts(results, (text) => ({ decision: "deny", reason: text }));
-      const halted = list.find((v) => v.decision.continue === false);
-      if (halted !== undefined) {
-        return denied([halted.server], halted.decision.stopReason?.trim() || "the prompt was halted by a hook");
-      }
-      const combined = combinePreToolUse(list);
-      const notes = combined.context.map((c) => noteBlock("_PreToolUse", c.server, c.text));
-      if (combined.decision === "deny") return denied(combined.servers, combined.reason ?? "denied");
       let args = call.arguments;
-      if (combined.updatedInput !== undefined) {
-        const schema = registry.route(call.name)?.tool.inputSchema;
-        const problems = inputProblems(combined.updatedInput, schema);
-        const by = combined.servers.filter((s) => list.some((v) => v.server === s && v.decision.updatedInput));
-        if (problems.length > 0) {
-          return denied(by, `the rewritten arguments do not fit the tool's input schema: ${problems.join("; ")}`);
-        }
-        args = combined.updatedInput;
-        notes.unshift(
-          noteBlock("_PreToolUse", by.join(", "), `the arguments were rewritten to ${JSON.stringify(args)}`),
+      let notes: ResultBlock[] = [];
+      /** Who asks, if anyone: hooks (their servers and reasons) or the policy (its rule). */
+      let asking: { servers: string[]; reason: string } | undefined = policy.decision === "ask"
+        ? { servers: [], reason: `the operator's policy (${policy.rule}) asks before ${name} runs` }
+        : undefined;
+      if (runner.targets("_PreToolUse", call.name).length > 0) {
+        const results = await runner.run("_PreToolUse", { ...options.meta(), toolCall }, { toolName: call.name });
+        // A required guard that did not answer denies (SPEC 3.1): it must not pass silently.
+        const failed = results.filter((r) =>
+          (r.outcome === "timeout" || r.outcome === "error") && registry.isRequired(r.server)
         );
+        if (failed.length > 0) {
+          const why = failed.map((r) => r.message ?? r.outcome).join("; ");
+          return denied(
+            failed.map((r) => r.server),
+            `the required guard did not answer, so the call was not run (${why})`,
+          );
+        }
+        const list = verdicts(results, (text) => ({ decision: "deny", reason: text }));
+        const halted = list.find((v) => v.decision.continue === false);
+        if (halted !== undefined) {
+          return denied([halted.server], halted.decision.stopReason?.trim() || "the prompt was halted by a hook");
+        }
+        const combined = combinePreToolUse(list);
+        notes = combined.context.map((c) => noteBlock("_PreToolUse", c.server, c.text));
+        if (combined.decision === "deny") return denied(combined.servers, combined.reason ?? "denied");
+        if (combined.updatedInput !== undefined) {
+          const problems = inputProblems(combined.updatedInput, route.tool.inputSchema);
+          const by = combined.servers.filter((s) => list.some((v) => v.server === s && v.decision.updatedInput));
+          if (problems.length > 0) {
+            return denied(by, `the rewritten arguments do not fit the tool's input schema: ${problems.join("; ")}`);
+          }
+          args = combined.updatedInput;
+          notes.unshift(
+            noteBlock("_PreToolUse", by.join(", "), `the arguments were rewritten to ${JSON.stringify(args)}`),
+          );
+        }
+        // A hook's allow answers the policy's ask; an explicit allow rule answers a hook's ask.
+        if (combined.decision === "allow") asking = undefined;
+        if (combined.decision === "ask" && !policy.explicit) {
+          asking = { servers: combined.servers, reason: combined.reason ?? "asks for permission" };
+        }
       }
-      if (combined.decision === "ask") {
-        const reason = combined.reason ?? "asks for permission";
+      if (asking !== undefined && remembered !== "allow") {
+        const { servers, reason } = asking;
+        const say = (text: string) =>
+          servers.length > 0 ? denied(servers, text) : refused(`Permission denied: ${text}`);
         if (options.ask === undefined) {
-          return denied(combined.servers, `${reason} (permission was asked for, and no one can answer in this run)`);
+          return say(
+            `${reason} (permission was asked for, and no one can answer in this run: allow it in advance with --allow ${name} or SPROUT_AGENT_ALLOW)`,
+          );
         }
-        const answer = await options.ask(
-          { call: { ...toolCall, arguments: args }, reason, servers: combined.servers },
-          signal,
-        )
-          .catch((error: unknown) => ({
-            decision: "deny" as const,
-            reason: `permission could not be asked: ${(error as Error).message}`,
-          }));
-        if (answer.decision === "deny") {
-          return denied(combined.servers, answer.reason ?? `${reason} (the person denied it)`);
-        }
+        const outcome = await options.ask({ call: { ...toolCall, arguments: args }, reason, servers }, signal)
+          .catch((): PermissionOutcome => "reject_once");
+        if (outcome === "allow_always") options.remembered?.set(call.name, "allow");
+        if (outcome === "reject_always") options.remembered?.set(call.name, "deny");
+        if (outcome === "reject_once" || outcome === "reject_always") return say(`${reason} (the person denied it)`);
       }
       return { run: true, arguments: args, notes };
     },
