@@ -123,6 +123,32 @@ describe("cli.ts run", { concurrency: 4 }, () => {
     );
   });
 
+  test("a hook server that dies at start has its stderr printed once, as it came, not again in the warning", async () => {
+    // It exits before answering the era probe, so it is started a second time (SPEC 10) and
+    // writes the same lines again; with --json the lines are hidden and the warning keeps them.
+    const script = "echo 'boom: cannot open config.toml' >&2; echo 'second line' >&2; exit 1";
+    const cfg = join(dir, "dead.json");
+    writeFileSync(cfg, JSON.stringify({ mcpServers: { dead: { command: "sh", args: ["-c", script] } } }));
+    await withLlm([{ text: "done" }, { text: "done" }], async (env) => {
+      const run = await runCli(["run", "--mcp-config", cfg, "go"], { ...env, MCP_HOOK_SERVERS: "dead" });
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.stderr.split("boom: cannot open config.toml").length, 2, `once:\n${run.stderr}`);
+      assert.equal(run.stderr.split("second line").length, 2, `once:\n${run.stderr}`);
+      assert.match(run.stderr, /^\[dead\] boom: cannot open config\.toml\n\[dead\] second line$/m);
+      assert.match(
+        run.stderr,
+        /^warning: Cannot start server "dead": server exited \(code 1\); its stderr is above$/m,
+      );
+      const json = await runCli(["run", "--json", "--mcp-config", cfg, "go"], { ...env, MCP_HOOK_SERVERS: "dead" });
+      assert.equal(json.code, 0, json.stderr);
+      assert.doesNotMatch(json.stderr, /boom/);
+      const warnings = json.stdout.trim().split("\n").map((l) => JSON.parse(l)).filter((e) => e.type === "warning");
+      assert.deepEqual(warnings.map((w) => w.message), [
+        'Cannot start server "dead": server exited (code 1); stderr:\nboom: cannot open config.toml\nsecond line',
+      ]);
+    });
+  });
+
   test("the summary counts an end of turn two hooks objected to as one objection, and says two hooks did", async () => {
     await withLlm([{ text: "Finished." }, { text: "Finished again." }], async (env) => {
       const cfg = mcpConfig({

@@ -5,7 +5,6 @@
  * @module
  */
 
-import { fstatSync } from "node:fs";
 import process from "node:process";
 import { serverStderrShown } from "../config/config.ts";
 import type { AgentEvent, PromptResult } from "../conversation/events.ts";
@@ -14,6 +13,7 @@ import { hookAnswerWords } from "../hooks/decisions.ts";
 import { HOOK_POINTS } from "../hooks/points.ts";
 import { redact } from "../util/redact.ts";
 import { formatDuration } from "../util/time.ts";
+import { nodeFs } from "./files.ts";
 import { printed, stderr, stdout } from "./io.ts";
 
 /** The styles of one stream: each wraps text in an SGR code, or returns it as is when colour is off. */
@@ -61,8 +61,8 @@ export function firstLine(text: string, max = 160): string {
 export function sameDestination(): boolean {
   const bothTerminals = process.stdout.isTTY === true && process.stderr.isTTY === true;
   try {
-    const out = fstatSync(1);
-    const err = fstatSync(2);
+    const out = nodeFs().fstatSync(1);
+    const err = nodeFs().fstatSync(2);
     if (out.ino === 0 && err.ino === 0) return bothTerminals;
     return out.dev === err.dev && out.ino === err.ino;
   } catch {
@@ -220,7 +220,7 @@ export function humanPrinter(): HumanPrinter {
           ));
           break;
         case "warning":
-          line(err.yellow(`warning: ${e.message}`));
+          line(err.yellow(`warning: ${withoutShownStderr(e.message)}`));
           break;
         case "round-start":
           newRound = true;
@@ -265,8 +265,28 @@ export function serverStderrOption(
   const err = painter(() => process.stderr);
   const note = printer?.note ?? ((text: string) => stderr().write(`${text}\n`));
   return {
-    onServerStderr: (server, line) => note(`${err.dim(`[${server}]`)} ${visible(redact(line, printed.secrets))}`),
+    onServerStderr: (server, line) => {
+      stderrShown.add(server);
+      note(`${err.dim(`[${server}]`)} ${visible(redact(line, printed.secrets))}`);
+    },
   };
+}
+
+/** The servers whose stderr lines {@link serverStderrOption} has printed. */
+const stderrShown = new Set<string>();
+
+/**
+ * `message` without the stderr tail the MCP client's messages end with (`; stderr:\n…`, a
+ * server that exited or timed out) when it names a server whose stderr lines were printed as
+ * they came: the tail holds those lines, so it would show them a second time.
+ * @example withoutShownStderr('Cannot start server "x": server exited (code 1); stderr:\nboom')
+ * // 'Cannot start server "x": server exited (code 1); its stderr is above' once "x" printed a line
+ */
+export function withoutShownStderr(message: string): string {
+  const at = message.indexOf("; stderr:\n");
+  const server = /\b[Ss]erver "([^"]+)"/.exec(message)?.[1];
+  if (at === -1 || server === undefined || !stderrShown.has(server)) return message;
+  return `${message.slice(0, at)}; its stderr is above`;
 }
 
 /**

@@ -39,6 +39,9 @@ import type {
   McpTool,
 } from "./types.ts";
 
+/** How many of a process's first stderr lines are kept to be compared with the next start's. */
+const MAX_REPEATED_STDERR_LINES = 200;
+
 /**
  * One connection, not yet started: `connectMcp` calls {@link Connection.start}, then
  * {@link Connection.connected}, or {@link Connection.kill} when starting failed.
@@ -63,6 +66,8 @@ export class Connection implements McpConnection {
   #dead = false;
   #exit: McpExitInfo | undefined;
   #changes: ToolListChanges;
+  /** The first stderr lines of the last process spawned, for {@link #stderrOnce}. */
+  #stderrLines: string[] = [];
 
   /**
    * Nothing starts until {@link start}; `initTimeoutMs` defaults to 30000. With `channel`
@@ -179,7 +184,7 @@ export class Connection implements McpConnection {
       maxLineBytes: this.#options.maxLineBytes ?? 4_194_304,
       newPeer: (send) => this.#newPeer(send),
       onWarning: (m) => this.#warn(m),
-      onStderrLine: this.#options.onStderr,
+      ...this.#stderrOnce(),
       onExit: (info) => {
         if (spawned.proc === undefined || this.#proc !== spawned.proc) return;
         this.#dead = true;
@@ -191,6 +196,29 @@ export class Connection implements McpConnection {
     spawned.proc = stdio.proc;
     this.#proc = stdio.proc;
     this.#peer = stdio.peer;
+  }
+
+  /**
+   * The `onStderrLine` of a spawn. A server that exits on the era probe is started again
+   * (SPEC 10), and a second start mostly repeats the first one's lines word for word: those are
+   * handed on once. From the first line that differs, every line is handed on.
+   */
+  #stderrOnce(): { onStderrLine?: (line: string) => void } {
+    const onStderr = this.#options.onStderr;
+    if (onStderr === undefined) return {};
+    const before = this.#stderrLines;
+    const lines: string[] = [];
+    this.#stderrLines = lines;
+    let seen = 0;
+    let repeating = before.length > 0;
+    return {
+      onStderrLine: (line) => {
+        if (lines.length < MAX_REPEATED_STDERR_LINES) lines.push(line);
+        if (repeating && before[seen++] === line) return;
+        repeating = false;
+        onStderr(line);
+      },
+    };
   }
 
   /** An in-process server: the peer over the channel; the server closing its end is an exit with code 0. */
