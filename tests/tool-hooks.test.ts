@@ -212,27 +212,31 @@ describe("_PreToolUse (SPEC 7.6)", () => {
     }
   });
 
-  test("two different rewrites are a conflict that denies the call and names both servers", async () => {
-    const fs = fsServer();
-    const a = new FakeServer("a", ["_PreToolUse"], { _PreToolUse: () => typed({ updatedInput: { path: "x" } }) });
-    const b = new FakeServer("b", ["_PreToolUse"], {
-      _PreToolUse: async () => {
-        await sleep(20); // finishes last: the order of the answers must not matter
-        return typed({ updatedInput: { path: "y" } });
-      },
-    });
-    const model = recordingModel([{ toolCalls: [call("fs__write", { path: "a.txt" })], stop: "tool_use" }, {
-      text: "done",
-    }]);
-    const t = await session([fs, a, b], model);
-    try {
-      await run(t.session, "write");
-      assert.equal(fs.calls.length, 0);
-      const denial = JSON.parse(texts(results(t.session.history).get("c1")!.content)[0]!);
-      assert.equal(denial.server, "a, b");
-      assert.equal(denial.text, 'conflicting rewrites of the arguments from "a" and "b": the call was not run');
-    } finally {
-      await t.close();
+  test("C34 two different rewrites are a conflict that denies the call and names both servers, whichever answers last", async () => {
+    for (const [delayA, delayB] of [[5, 50], [50, 5]]) {
+      const fs = fsServer();
+      const a = new FakeServer("a", ["_PreToolUse"], {
+        _PreToolUse: () => sleep(delayA).then(() => typed({ decision: "allow", updatedInput: { path: "x" } })),
+      });
+      const b = new FakeServer("b", ["_PreToolUse"], {
+        _PreToolUse: () => sleep(delayB).then(() => typed({ decision: "allow", updatedInput: { path: "y" } })),
+      });
+      const model = recordingModel([{ toolCalls: [call("fs__write", { path: "a.txt" })], stop: "tool_use" }, {
+        text: "done",
+      }]);
+      const t = await session([fs, a, b], model);
+      try {
+        await run(t.session, "write");
+        assert.equal(fs.calls.length, 0, `delays ${delayA}/${delayB}: neither rewrite ran`);
+        const denial = JSON.parse(texts(results(t.session.history).get("c1")!.content)[0]!);
+        assert.deepEqual(denial, {
+          hook: "_PreToolUse",
+          server: "a, b",
+          text: 'conflicting rewrites of the arguments from "a" and "b": the call was not run',
+        });
+      } finally {
+        await t.close();
+      }
     }
   });
 
