@@ -20,10 +20,13 @@ import type { AgentEvent } from "../conversation/events.ts";
 import { readLines } from "./lines.ts";
 import { redirectConsole } from "../util/console.ts";
 import { FLUSH_TIMEOUT_MS, type TrackedOutput, trackedOutput } from "../util/output.ts";
-import type { McpEra } from "../mcp/types.ts";
+import type { McpEra, McpServerConfig } from "../mcp/types.ts";
+import { MAX_SERVERS } from "../mcp/config.ts";
+import type { PermissionOutcome, PermissionRequest } from "../hooks/permission.ts";
 import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./params.ts";
+import { permissionAnswer, permissionParams } from "./permission.ts";
 import { resultUpdates, sessionUpdates } from "./updates.ts";
-import { configSecrets, redact, redactEvent } from "../util/redact.ts";
+import { configSecrets, redact, redactEvent, redactValue } from "../util/redact.ts";
 import { formatSeconds, withTimeout } from "../util/time.ts";
 import { AGENT_NAME, VERSION } from "../util/version.ts";
 
@@ -70,6 +73,26 @@ export interface AcpOptions {
   handleSignals?: boolean;
   /** Stops the server as SIGTERM would (exit 0). */
   signal?: AbortSignal;
+  /**
+   * The operator's MCP servers, joined to every session's (`cli.ts acp --mcp-config FILE`, or
+   * `./.mcp.json`): they come first, before the servers of the client's `session/new`, so
+   * their hooks come first in configuration order. A client server of the same name (after
+   * sanitising) fails `session/new` with -32602 naming both; a `required` one that cannot
+   * start fails it as well (SPEC section 3.1). `MCP_HOOK_SERVERS` enables hooks over both
+   * lists. A stdio server without a `cwd` runs in the session's `cwd`, as the client's do.
+   * Default none.
+   */
+  mcpServers?: readonly McpServerConfig[];
+  /** Where {@link AcpOptions.mcpServers} came from, for error messages (a file's path); default `the operator's configuration`. */
+  mcpServersSource?: string;
+  /**
+   * Rules added to the permission policy read from `SPROUT_AGENT_ALLOW`, `SPROUT_AGENT_ASK`
+   * and `SPROUT_AGENT_DENY` (SPEC section 7.8; `cli.ts acp --allow/--ask/--deny GLOB`).
+   * An `ask` goes to the client as `session/request_permission`.
+   */
+  permissions?: { allow?: readonly string[]; ask?: readonly string[]; deny?: readonly string[] };
+  /** Values never sent or logged, beside the known ones (the credentials a configuration file references). */
+  secrets?: readonly string[];
 }
 
 /**
@@ -92,6 +115,20 @@ export async function serveAcp(options: AcpOptions): Promise<number> {
   try {
     // Surfaces a bad value, a missing key or a bad script now, before stdin is read.
     agentOptions = agentOptionsFromEnv(options.env, { readFile });
+    // The operator's flags (cli.ts acp --allow/--ask/--deny) add to the environment's rules.
+    const extra = options.permissions;
+    if (extra !== undefined) {
+      const base = agentOptions.permissions ?? {};
+      agentOptions = {
+        ...agentOptions,
+        permissions: {
+          ...base,
+          allow: [...(base.allow ?? []), ...(extra.allow ?? [])],
+          ask: [...(base.ask ?? []), ...(extra.ask ?? [])],
+          deny: [...(base.deny ?? []), ...(extra.deny ?? [])],
+        },
+      };
+    }
     // Servers' stderr lines only when asked: ACP hosts show our stderr as a log, if at all.
     showStderr = serverStderrShown(options.env, false);
   } catch (error) {
@@ -117,7 +154,14 @@ interface SessionState {
   controller: AbortController | undefined;
   /** Settles when the running prompt has ended (set while one runs). */
   running: Promise<unknown> | undefined;
+  /** The running prompt's tool calls whose `tool_call` has been sent. */
+  readonly announced: Set<string>;
+  /** Permission requests waiting for their call's `tool_call` to be sent, by call id. */
+  readonly waiting: Map<string, () => void>;
 }
+
+/** A client's response to one of our requests. */
+type Response = { result?: unknown; error?: unknown };
 
 class AcpServer {
   readonly #options: AcpOptions;
@@ -134,6 +178,10 @@ class AcpServer {
   /** API keys and every header value and credential variable clients gave: never sent or logged. */
   readonly #secrets = new Set<string>();
   #closing = false;
+  /** The id of the next request the agent sends the client (`session/request_permission`). */
+  #nextRequestId = 1;
+  /** Requests sent to the client and not answered yet, by id: each resolves with the response. */
+  readonly #pending = new Map<number, (response: Response) => void>();
   /** `SPROUT_AGENT_SERVER_STDERR=show`: stdio servers' stderr lines go to the log. */
   readonly #showStderr: boolean;
 
@@ -151,7 +199,10 @@ class AcpServer {
     });
     this.#agentOptions = agentOptions;
     this.#stderr = stderr;
-    for (const secret of configSecrets(optionKeys(agentOptions))) this.#secrets.add(secret);
+    for (const secret of configSecrets(optionKeys(agentOptions), [...(options.mcpServers ?? [])])) {
+      this.#secrets.add(secret);
+    }
+    for (const secret of options.secrets ?? []) if (secret !== "") this.#secrets.add(secret);
   }
 
   async serve(): Promise<number> {
@@ -266,7 +317,15 @@ class AcpServer {
       this.#error(null, RPC_ERRORS.invalidRequest, "Invalid request: id must be a string, a number or null");
       return;
     }
-    if (m["method"] === undefined && hasId && ("result" in m || "error" in m)) return; // a response: we send no requests
+    if (m["method"] === undefined && hasId && ("result" in m || "error" in m)) {
+      // A response to one of our requests; one to a request withdrawn (or never sent) is dropped.
+      const settle = typeof id === "number" ? this.#pending.get(id) : undefined;
+      if (settle !== undefined) {
+        this.#pending.delete(id as number);
+        settle({ result: m["result"], error: m["error"] });
+      }
+      return;
+    }
     if (m["jsonrpc"] !== "2.0") {
       this.#error(id, RPC_ERRORS.invalidRequest, 'Invalid request: jsonrpc must be "2.0"');
       return;
@@ -358,26 +417,60 @@ class AcpServer {
     if (typeof cwd !== "string" || cwd === "" || !isAbsolute(cwd)) {
       throw invalid("session/new", `cwd ${JSON.stringify(cwd ?? null)} must be an absolute path`);
     }
-    const servers = acpServers(p["mcpServers"] ?? [], cwd);
+    const operator = this.#options.mcpServers ?? [];
+    const client = acpServers(p["mcpServers"] ?? [], cwd);
+    if (operator.length + client.length > MAX_SERVERS) {
+      throw invalid(
+        "session/new",
+        `${client.length} MCP servers given and ${operator.length} configured by the operator, at most ${MAX_SERVERS} in all are allowed`,
+      );
+    }
+    client.forEach((server, i) => {
+      const taken = operator.find((o) => o.name === server.name);
+      if (taken === undefined) return;
+      const source = this.#options.mcpServersSource ?? "the operator's configuration";
+      throw invalid(
+        "session/new",
+        `the client's server mcpServers[${i}] ${
+          JSON.stringify(server.displayName ?? server.name)
+        } and the operator's server ${
+          JSON.stringify(taken.name)
+        } (from ${source}) have the same name: rename one of them`,
+      );
+    });
+    // The operator's servers first: their hooks come first in configuration order.
+    const servers = [...operator, ...client];
     for (const secret of configSecrets(optionKeys(this.#agentOptions), servers)) this.#secrets.add(secret);
     if (this.#closing) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
     const sessionId = `ses_${randomHex(8)}`;
     const early: AgentEvent[] = [];
     let replied = false;
-    const agent = await createAgent({
-      ...this.#agentOptions,
-      mcpServers: servers,
-      sessionId,
-      eraCache: this.#eraCache,
-      cwd,
-      env: this.#options.env,
-      fetch: this.#options.fetch,
-      onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
-      onEvent: (event) => (replied ? this.#onEvent(sessionId, event) : early.push(event)),
-      ...(this.#showStderr
-        ? { onServerStderr: (server, line) => this.#log(`[${sessionId}] [${server}] ${line}`) }
-        : {}),
-    });
+    let agent: Agent;
+    try {
+      agent = await createAgent({
+        ...this.#agentOptions,
+        mcpServers: servers,
+        sessionId,
+        eraCache: this.#eraCache,
+        cwd,
+        env: this.#options.env,
+        fetch: this.#options.fetch,
+        // A person is present: asks go to the client (so the auto default asks for destructiveHint tools).
+        requestPermission: (request, signal) => this.#askClient(sessionId, request, signal),
+        onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
+        onEvent: (event) => (replied ? this.#onEvent(sessionId, event) : early.push(event)),
+        ...(this.#showStderr
+          ? { onServerStderr: (server, line) => this.#log(`[${sessionId}] [${server}] ${line}`) }
+          : {}),
+      });
+    } catch (error) {
+      // A required server that cannot start (SPEC 3.1): createAgent has closed the others.
+      if (error instanceof AgentError && error.code === "mcp-connect") {
+        this.#log(`[${sessionId}] ${error.message}`);
+        throw new RpcError(RPC_ERRORS.agent, error.message);
+      }
+      throw error;
+    }
     const failures = agent.failures;
     const display = (name: string) => servers.find((s) => s.name === name)?.displayName ?? name;
     const problems = failures.map((f) => {
@@ -394,7 +487,14 @@ class AcpServer {
       }
       throw new RpcError(RPC_ERRORS.agent, problems.join("; "));
     }
-    this.#sessions.set(sessionId, { id: sessionId, agent, controller: undefined, running: undefined });
+    this.#sessions.set(sessionId, {
+      id: sessionId,
+      agent,
+      controller: undefined,
+      running: undefined,
+      announced: new Set(),
+      waiting: new Map(),
+    });
     return {
       sessionId,
       afterReply: () => {
@@ -438,7 +538,13 @@ class AcpServer {
     session.running = new Promise<void>((resolve) => (ended = resolve));
     try {
       const run = session.agent.prompt(text, { signal: controller.signal });
-      for await (const event of run) this.#onEvent(session.id, event);
+      for await (const event of run) {
+        this.#onEvent(session.id, event);
+        if (event.type === "tool-start") {
+          session.announced.add(event.id);
+          session.waiting.get(event.id)?.();
+        }
+      }
       const result = await run.result;
       const refusal = result.refusal === undefined ? {} : { refusal: redact(result.refusal, this.#secrets) };
       for (const update of resultUpdates({ ...result, ...refusal })) this.#notify(session.id, update);
@@ -446,8 +552,75 @@ class AcpServer {
     } finally {
       session.controller = undefined;
       session.running = undefined;
+      session.announced.clear();
       ended();
     }
+  }
+
+  /**
+   * The session's {@link PermissionAsk}: `session/request_permission` to the client (SPEC 7.8).
+   * The call shows as `pending` while the question is open, and `in_progress` again once
+   * allowed. A cancel (or close, or shutdown) withdraws the question at once: it resolves, the
+   * pending entry is dropped (a late answer is ignored) and `$/cancel_request` tells the
+   * client. An error response or a malformed result rejects the call, with a log line.
+   */
+  async #askClient(sessionId: string, request: PermissionRequest, signal: AbortSignal): Promise<PermissionOutcome> {
+    const session = this.#sessions.get(sessionId);
+    if (session === undefined || signal.aborted || this.#closing) return "reject_once";
+    const toolCallId = request.call.id;
+    const name = JSON.stringify(request.call.name);
+    // The call's tool_call goes out with the prompt's events, a few microtasks behind: the
+    // client must know the call before it is asked about it.
+    if (!session.announced.has(toolCallId)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          session.waiting.delete(toolCallId);
+          signal.removeEventListener("abort", done);
+          resolve();
+        };
+        session.waiting.set(toolCallId, done);
+        signal.addEventListener("abort", done, { once: true });
+      });
+    }
+    if (signal.aborted || this.#closing) return "reject_once";
+    this.#notify(sessionId, { sessionUpdate: "tool_call_update", toolCallId, status: "pending" });
+    const id = this.#nextRequestId++;
+    const response = await new Promise<Response | undefined>((resolve) => {
+      const withdraw = () => {
+        if (this.#pending.delete(id)) {
+          this.#send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: id } });
+        }
+        resolve(undefined);
+      };
+      this.#pending.set(id, (answer) => {
+        signal.removeEventListener("abort", withdraw);
+        resolve(answer);
+      });
+      signal.addEventListener("abort", withdraw, { once: true });
+      this.#send({
+        jsonrpc: "2.0",
+        id,
+        method: "session/request_permission",
+        params: redactValue(permissionParams(sessionId, request), this.#secrets),
+      });
+    });
+    // Withdrawn: the answer no longer matters, the call is answered cancelled.
+    if (response === undefined || signal.aborted) return "reject_once";
+    const read = permissionAnswer(response);
+    if ("problem" in read) {
+      this.#log(`[${sessionId}] session/request_permission for ${name}: ${read.problem}; the call is rejected`);
+      return "reject_once";
+    }
+    if (read.outcome === "cancelled") {
+      this.#log(
+        `[${sessionId}] session/request_permission for ${name}: the client answered cancelled without session/cancel; the call is rejected`,
+      );
+      return "reject_once";
+    }
+    if (read.outcome === "allow_once" || read.outcome === "allow_always") {
+      this.#notify(sessionId, { sessionUpdate: "tool_call_update", toolCallId, status: "in_progress" });
+    }
+    return read.outcome;
   }
 
   #cancel(params: unknown, isRequest: boolean): null {

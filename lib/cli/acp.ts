@@ -1,24 +1,83 @@
 /**
  * `cli.ts acp`: the Agent Client Protocol on stdin/stdout (lib/acp/), loaded only when asked
- * for, so `run` never pays for it.
+ * for, so `run` never pays for it. `--mcp-config FILE` (default `./.mcp.json` when it exists)
+ * names the operator's servers, joined to every session's; `--allow`, `--ask` and `--deny`
+ * add to the permission policy, as for `run`.
  * @module
  */
 
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import process from "node:process";
 import { AgentError } from "../util/errors.ts";
 import { stdout } from "./io.ts";
+import { loadServers } from "./servers.ts";
+import { closest } from "./suggest.ts";
 
-/** `cli.ts acp`: serves until stdin ends. Returns the exit status; throws `AgentError("usage")` on any argument. */
-export async function acp(args: string[]): Promise<number> {
-  if (args.length > 0) {
-    throw new AgentError(
-      "usage",
-      `Unexpected argument ${JSON.stringify(args[0])}: acp takes no arguments (see --help)`,
-    );
+/** The arguments of `acp`. */
+export interface AcpArgs {
+  /** `--mcp-config FILE`; undefined: `./.mcp.json` when it exists. */
+  mcpConfig: string | undefined;
+  /** `--allow GLOB`, `--ask GLOB`, `--deny GLOB` (each repeatable): added to the permission policy (SPEC 7.8). */
+  permissions: { allow: string[]; ask: string[]; deny: string[] };
+}
+
+/** The flags `acp` takes, for "did you mean". */
+const ACP_FLAGS: readonly string[] = ["--mcp-config", "--allow", "--ask", "--deny", "--help"];
+
+/**
+ * Parses `acp`'s arguments. Throws `AgentError("usage")` on anything else (naming the closest
+ * flag), a missing value, or a positional argument.
+ */
+export function parseAcpArgs(args: string[]): AcpArgs {
+  const out: AcpArgs = { mcpConfig: undefined, permissions: { allow: [], ask: [], deny: [] } };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--mcp-config" || arg.startsWith("--mcp-config=")) {
+      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
+      if (value === undefined || value === "") {
+        throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
+      }
+      out.mcpConfig = value;
+    } else if (/^--(allow|ask|deny)(=|$)/.test(arg)) {
+      const flag = arg.slice(2).split("=")[0] as "allow" | "ask" | "deny";
+      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
+      if (value === undefined || value.trim() === "") {
+        throw new AgentError("usage", `Missing value for --${flag}: give a tool name or glob, such as "fs__*"`);
+      }
+      out.permissions[flag].push(value.trim());
+    } else if (arg.startsWith("-")) {
+      const near = closest(arg, ACP_FLAGS);
+      const hint = near === undefined ? "see --help" : `did you mean ${near}? (see --help)`;
+      throw new AgentError("usage", `Unknown flag ${JSON.stringify(arg)} for acp: ${hint}`);
+    } else {
+      throw new AgentError(
+        "usage",
+        `Unexpected argument ${JSON.stringify(arg)}: acp takes no prompt (the client sends it; see --help)`,
+      );
+    }
   }
+  return out;
+}
+
+/** `cli.ts acp [--mcp-config FILE] [--allow|--ask|--deny GLOB]…`: serves until stdin ends. Returns the exit status; throws `AgentError("usage" | "config")`. */
+export async function acp(args: string[]): Promise<number> {
+  const parsed = parseAcpArgs(args);
+  // Read now, before stdin: a bad file is exit 2 with its message, as for run.
+  const file = parsed.mcpConfig ?? (existsSync(".mcp.json") ? ".mcp.json" : undefined);
+  const { servers, referenced } = loadServers(file);
   // The CLI's stdout writer watches the pipe: a client that closes it ends the process (141).
   stdout();
   const { serveAcp } = await import("../acp/server.ts");
   // serveAcp writes process.stdout itself and resolves once what it wrote is flushed.
-  return await serveAcp({ env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+  return await serveAcp({
+    env: process.env,
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    mcpServers: servers,
+    ...(file === undefined ? {} : { mcpServersSource: resolve(file) }),
+    permissions: parsed.permissions,
+    secrets: referenced,
+  });
 }
