@@ -2,9 +2,10 @@
  * Where a cold start's time goes before the first LLM request (issue 21; docs/PERFORMANCE.md,
  * "Cold start"): starts this runtime N times on a script that imports the run path's modules
  * in order and then does what `cli.ts run "hi"` does (options from the environment, the
- * servers of `.mcp.json`, the printer, `createAgent`, `prompt`), with `fetch` replaced by one
- * that ends the process, and prints the median of each step in ms; then the same for what a
- * bare `fetch` script pays (the runtime's start and `node:process`).
+ * servers of `.mcp.json`, the printer, the stdin check and signal handlers, `createAgent`,
+ * `prompt`), with `fetch` replaced by one that ends the process, and prints the median of
+ * each step in ms; then the same for what a bare `fetch` script pays (the runtime's start and
+ * `node:process`).
  *
  *     bun bench/cold-steps.ts [N]          deno run -A bench/cold-steps.ts [N]
  *     npx tsx bench/cold-steps.ts [N]      (Node through tsx: the loader is in every step)
@@ -34,10 +35,10 @@ async function steps(bare: boolean): Promise<void> {
     mark("node:process");
     return done(process);
   }
-  const { readFileSync } = await import("node:fs");
+  // node:fs loads only for a file to read (lib/cli/files.ts).
   await import("node:path");
   const { default: process } = await import("node:process");
-  mark("node:fs, node:path, node:process");
+  mark("node:path, node:process");
   globalThis.fetch = (() => {
     mark("prompt() to the fetch() call");
     done(process);
@@ -47,12 +48,18 @@ async function steps(bare: boolean): Promise<void> {
   mark("our modules (through lib/cli/main.ts and run.ts)");
   const { createAgent } = await import("../lib/agent/agent.ts");
   const { agentOptionsFromEnv } = await import("../lib/agent/from-env.ts");
+  const { readText } = await import("../lib/cli/files.ts");
+  const { stdinIsTerminal } = await import("../lib/cli/io.ts");
   const { humanPrinter } = await import("../lib/cli/render.ts");
   const { loadServers } = await import("../lib/cli/servers.ts");
-  const options = agentOptionsFromEnv(process.env, { readFile: (p) => readFileSync(p, "utf8") });
+  const options = agentOptionsFromEnv(process.env, { readFile: readText });
   const { servers } = loadServers(undefined);
   humanPrinter();
   mark("options from the environment, .mcp.json, the printer");
+  stdinIsTerminal();
+  process.on("SIGINT", () => {});
+  process.on("SIGTERM", () => {});
+  mark("whether stdin is a terminal, the signal handlers");
   const agent = await createAgent({
     ...options,
     mcpServers: servers,

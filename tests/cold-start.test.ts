@@ -2,7 +2,8 @@
  * What `cli.ts run` loads before its first LLM request (issue 21): no `node:child_process`
  * (only a stdio server's spawn loads it), no `node:crypto`, no `node:util` (only `acp`'s
  * console redirection), no ACP code, and neither the MCP client (without servers) nor the
- * OpenAI-compatible one (unless chosen). Two proofs: the static import graph of the sources,
+ * OpenAI-compatible one (unless chosen); and no static `node:fs` (lib/cli/files.ts loads it
+ * for a file to read: Deno's costs a start about 9 ms). Two proofs: the static import graph of the sources,
  * which is what Bun and Deno load, checked under every runtime; and, under Node, a run whose
  * every ESM resolution goes through a recording loader hook (`module.register`), with the
  * stdio server and `acp` as controls that do load the builtins. Timing is for bench/ (the
@@ -20,6 +21,11 @@ import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
 /** The builtins a run with no stdio server must not load. */
 const LAZY = ["node:child_process", "node:crypto", "node:util"];
+/**
+ * Nor import statically: `node:fs`, which lib/cli/files.ts loads on first use through
+ * `process.getBuiltinModule` (so Node's loader hook, below, cannot see it).
+ */
+const NOT_STATIC = [...LAZY, "node:fs"];
 
 /** A module's imports that load something: static and side-effect imports, re-exports (not `import type`), and `import()` calls. */
 function imports(source: string): { static: string[]; dynamic: string[] } {
@@ -53,11 +59,11 @@ function runGraph(): Map<string, string[]> {
 }
 
 describe("what `cli.ts run` loads before its first request", () => {
-  test("its static import graph (what Bun and Deno load) has no child_process, crypto, util, ACP, MCP client or OpenAI client", () => {
+  test("its static import graph (what Bun and Deno load) has no child_process, crypto, util, fs, ACP, MCP client or OpenAI client", () => {
     const graph = runGraph();
     assert.ok(graph.has("lib/cli/run.ts") && graph.has("lib/agent/loop.ts") && graph.has("lib/llm/anthropic.ts"));
     const eager = [...graph].flatMap(([file, builtins]) =>
-      builtins.filter((b) => LAZY.includes(b)).map((b) => `${file} imports ${b}`)
+      builtins.filter((b) => NOT_STATIC.includes(b)).map((b) => `${file} imports ${b}`)
     );
     assert.deepEqual(eager, []);
     const acp = [...graph.keys()].filter((f) => f.startsWith("lib/acp/") || f === "lib/util/console.ts");
@@ -90,6 +96,7 @@ describe("what `cli.ts run` loads before its first request", () => {
     assert.ok(dynamic("lib/mcp/registry.ts").includes("./client.ts"));
     assert.ok(dynamic("lib/agent/options.ts").includes("../llm/openai.ts"));
     assert.ok(imports(readFileSync(join(repoRoot, "lib/util/console.ts"), "utf8")).static.includes("node:util"));
+    assert.match(readFileSync(join(repoRoot, "lib/cli/files.ts"), "utf8"), /getBuiltinModule\("node:fs"\)/);
   });
 });
 

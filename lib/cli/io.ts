@@ -48,6 +48,17 @@ export function stderr(): TrackedOutput {
   return stderrWriter;
 }
 
+/**
+ * Whether stdin is a terminal (`process.stdin.isTTY`). Under Deno through `Deno.stdin`:
+ * building `process.stdin` there loads the Node layer's streams, which a run that never reads
+ * stdin must not pay before its first LLM request (issue 21). (Bun's `node:tty` costs as much
+ * as its `process.stdin`, about 6 ms, and a run that prints pays it for stdout anyway.)
+ */
+export function stdinIsTerminal(): boolean {
+  const deno = (globalThis as { Deno?: { stdin: { isTerminal(): boolean } } }).Deno;
+  return deno === undefined ? process.stdin.isTTY === true : deno.stdin.isTerminal();
+}
+
 /** True once {@link exit} was called: the process is flushing its output and ending. */
 export function isExiting(): boolean {
   return exiting;

@@ -4,7 +4,6 @@
  * @module
  */
 
-import { readFileSync } from "node:fs";
 import process from "node:process";
 import { type Agent, createAgent } from "../agent/agent.ts";
 import { agentOptionsFromEnv, optionKeys } from "../agent/from-env.ts";
@@ -13,7 +12,8 @@ import { AgentError, isAbortError } from "../util/errors.ts";
 import { configSecrets, redact, redactEvent } from "../util/redact.ts";
 import { parseRunArgs } from "./args.ts";
 import { type LineInput, terminalAsk } from "./ask.ts";
-import { exit, isExiting, printed, stderr, stdout } from "./io.ts";
+import { readText } from "./files.ts";
+import { exit, isExiting, printed, stderr, stdinIsTerminal, stdout } from "./io.ts";
 import { humanPrinter, serverStderrOption } from "./render.ts";
 import { loadServers } from "./servers.ts";
 
@@ -26,7 +26,7 @@ async function readStdin(): Promise<string> {
 /** `cli.ts run ARGS…`: one prompt through the agent. Returns the exit status; throws `AgentError("usage" | "config")`. */
 export async function run(args: string[]): Promise<number> {
   const parsed = parseRunArgs(args);
-  const options = agentOptionsFromEnv(process.env, { readFile: (p) => readFileSync(p, "utf8") });
+  const options = agentOptionsFromEnv(process.env, { readFile: readText });
   printed.secrets = configSecrets(optionKeys(options));
   const { servers, referenced } = loadServers(parsed.mcpConfig);
   printed.secrets = [...configSecrets(optionKeys(options), servers), ...referenced];
@@ -72,7 +72,7 @@ export async function run(args: string[]): Promise<number> {
     deny: [...(policy.deny ?? []), ...parsed.permissions.deny],
     default: policy.default ?? "auto",
   };
-  const person = !json && !fromStdin && process.stdin.isTTY === true && process.stderr.isTTY === true;
+  const person = !json && !fromStdin && stdinIsTerminal() && process.stderr.isTTY === true;
   const requestPermission = person && printer !== undefined
     ? terminalAsk(printer.note, (text) => stderr().write(text), process.stdin as unknown as LineInput)
     : undefined;

@@ -4,13 +4,13 @@
  * @module
  */
 
-import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import process from "node:process";
 import { parseMcpConfig } from "../mcp/config.ts";
 import type { McpServerConfig } from "../mcp/types.ts";
 import { AgentError } from "../util/errors.ts";
 import { referencedSecrets } from "../util/redact.ts";
+import { exists, readText } from "./files.ts";
 
 /**
  * The servers of `path` (default `./.mcp.json` when it exists, else none) and the values of
@@ -18,11 +18,11 @@ import { referencedSecrets } from "../util/redact.ts";
  * `AgentError("config")` when the file cannot be read or is invalid.
  */
 export function loadServers(path: string | undefined): { servers: McpServerConfig[]; referenced: string[] } {
-  const file = path ?? (existsSync(".mcp.json") ? ".mcp.json" : undefined);
+  const file = path ?? (exists(".mcp.json") ? ".mcp.json" : undefined);
   if (file === undefined) return { servers: [], referenced: [] };
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readText(file);
   } catch (error) {
     throw new AgentError(
       "config",
