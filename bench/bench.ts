@@ -11,9 +11,10 @@ import { hooksGroup } from "./groups/hooks.ts";
 import { httpGroup } from "./groups/http.ts";
 import { loopGroup } from "./groups/loop.ts";
 import { mcpGroup } from "./groups/mcp.ts";
+import { toolsGroup } from "./groups/tools.ts";
 
 /** Every group, in table order. */
-export const GROUPS: readonly Group[] = [hooksGroup, mcpGroup, loopGroup, coldGroup, acpGroup, httpGroup];
+export const GROUPS: readonly Group[] = [hooksGroup, toolsGroup, mcpGroup, loopGroup, coldGroup, acpGroup, httpGroup];
 
 /** Options of {@link runBench}. */
 export interface BenchOptions {

@@ -6,8 +6,9 @@
  */
 import process from "node:process";
 import { loopInProcess } from "./groups/loop.ts";
+import { toolsInProcess } from "./groups/tools.ts";
 
-const parts: Record<string, (options: never) => Promise<unknown>> = { loop: loopInProcess };
+const parts: Record<string, (options: never) => Promise<unknown>> = { loop: loopInProcess, tools: toolsInProcess };
 
 const [group = "", options = "{}"] = process.argv.slice(2);
 const part = parts[group];

@@ -1,6 +1,7 @@
 /**
  * `npm run bench` must not rot: the harness runs its smallest group (`loop`, `--quick`, the
- * current runtime only, one child process) and prints a well-formed table. No timing is
+ * current runtime only, one child process) and prints a well-formed table, and the `tools`
+ * group (issue 22: its SDK fixture servers and command hook) yields its rows. No timing is
  * asserted: speed belongs to the bench itself (docs/PERFORMANCE.md). The run itself is a few
  * seconds of full CPU and the harness is the same code whatever runs it, so it runs once
  * (under Bun, tests/helpers/runtime.ts).
@@ -41,6 +42,23 @@ describe("bench harness", () => {
     }
     assert.ok(lines.some((l) => l.startsWith("# loop")));
   });
+
+  test(
+    "the tools group in quick mode yields nine rows per runtime, each a subject against a baseline",
+    ONCE,
+    async () => {
+      const which = currentRuntime();
+      const rows = await runBench({ groups: ["tools"], quick: true, runtimes: [which], log: () => {} });
+      assert.equal(rows.length, 9);
+      for (const r of rows) {
+        assert.equal(r.group, "tools");
+        assert.match(r.case, new RegExp(`^${which}: .+ vs `));
+        for (const n of [r.value, r.baseline, r.ratio]) assert.ok(Number.isFinite(n), JSON.stringify(r));
+        assert.equal(r.ratio, r.value / r.baseline);
+      }
+      assert.ok(rows.some((r) => r.case.includes("added per call: stdio _PreToolUse vs node command hook")));
+    },
+  );
 
   test("a throughput row's ratio is baseline over value, so above 1 always means slower", () => {
     assert.equal(row("http", "a vs b", 100, 400, "req/s", true).ratio, 4);
