@@ -69,7 +69,7 @@ node_runner() {
 }
 # The files whose tests wait longest (timeouts, pauses, children) go first in Bun's and Deno's
 # queues, so that no long file starts last and runs on alone; the rest follow in name order.
-slow=(reliability-servers reliability-model hello-hook mcp-interop cases e2e-cli loop hooks mcp-client
+slow=(reliability-servers reliability-model hello-hook tool-guard mcp-interop cases e2e-cli loop hooks mcp-client
   mcp-list-changes)
 queue=()
 for i in "${slow[@]}"; do [[ " ${files[*]} " == *" tests/$i.test.ts "* ]] && queue+=("tests/$i.test.ts"); done

@@ -213,7 +213,7 @@ describe("_PreToolUse (SPEC 7.6)", () => {
   });
 
   test("C34 two different rewrites are a conflict that denies the call and names both servers, whichever answers last", async () => {
-    for (const [delayA, delayB] of [[5, 50], [50, 5]]) {
+    for (const [delayA, delayB] of [[5, 50], [50, 5]] as const) {
       const fs = fsServer();
       const a = new FakeServer("a", ["_PreToolUse"], {
         _PreToolUse: () => sleep(delayA).then(() => typed({ decision: "allow", updatedInput: { path: "x" } })),

@@ -72,7 +72,9 @@ export async function run(args: string[]): Promise<number> {
     deny: [...(policy.deny ?? []), ...parsed.permissions.deny],
     default: policy.default ?? "auto",
   };
-  const person = !json && !fromStdin && stdinIsTerminal() && process.stderr.isTTY === true;
+  // No servers, no tool calls, nothing to ask about: then the terminal is not probed (building
+  // process.stdin costs Bun 5-7 ms of start-up, docs/PERFORMANCE.md).
+  const person = servers.length > 0 && !json && !fromStdin && stdinIsTerminal() && process.stderr.isTTY === true;
   const requestPermission = person && printer !== undefined
     ? terminalAsk(printer.note, (text) => stderr().write(text), process.stdin as unknown as LineInput)
     : undefined;
