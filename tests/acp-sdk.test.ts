@@ -11,16 +11,23 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
-import { eventually, readLog, startHttpFixture, stdioFixture, tempDir, within } from "./helpers/acp.ts";
+import { eventually, fixtureFile, readLog, startHttpFixture, stdioFixture, tempDir, within } from "./helpers/acp.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
 type Update = acp.SessionUpdate;
 
-/** The agent as a child process, connected to an SDK client. */
-async function startAgent(env: Record<string, string>) {
+/** The `tools/call`s of `tool` that tests/fixtures/agent-server.ts logged to `file` (not its hooks' calls, whose `_meta` names the tool too). */
+const toolCalls = (file: string, tool: string): { tool: string; args: unknown }[] =>
+  readLog(file).map((l) => JSON.parse(l)).filter((e) => e.tool === tool);
+
+/** The agent as a child process (`cli.ts acp ARGS…`), connected to an SDK client (`setup` adds its handlers). */
+async function startAgent(
+  env: Record<string, string>,
+  options: { args?: string[]; setup?: (app: acp.ClientApp) => acp.ClientApp } = {},
+) {
   const [command, ...args] = tsCommand("cli.ts", runtime());
   const spawned = Date.now();
-  const child = spawn(command!, [...args, "acp"], {
+  const child = spawn(command!, [...args, "acp", ...(options.args ?? [])], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ["pipe", "pipe", "pipe"],
@@ -33,7 +40,8 @@ async function startAgent(env: Record<string, string>) {
     Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
     Readable.toWeb(child.stdout) as unknown as ReadableStream<Uint8Array>,
   );
-  const connection = acp.client({ name: "sprout-acp-test" }).connect(stream);
+  const app = acp.client({ name: "sprout-acp-test" });
+  const connection = (options.setup?.(app) ?? app).connect(stream);
   return {
     agent: connection.agent,
     spawned,
@@ -301,5 +309,159 @@ describe("acp with the SDK client: concurrent sessions", () => {
     assert.equal(stopCalls.filter((l) => l.includes(b.sessionId)).length, 1, stopCalls.join("\n"));
     a.dispose();
     b.dispose();
+  });
+});
+
+describe("acp with the SDK client: cli.ts acp --mcp-config, a _PreToolUse that asks, requestPermission", () => {
+  const dir = tempDir();
+  const guardLog = `${dir.path}/guard.log`;
+  const filesLog = `${dir.path}/files.log`;
+  const [fixture, ...fixtureArgs] = tsCommand(`${repoRoot}tests/fixtures/agent-server.ts`);
+  const [acpFixture, ...acpFixtureArgs] = tsCommand(fixtureFile);
+  // The operator's file: a guard whose _PreToolUse asks before guard__echo, and a server with a destructiveHint tool.
+  const config = dir.file(
+    "operator.mcp.json",
+    JSON.stringify({
+      mcpServers: {
+        guard: {
+          command: fixture,
+          args: fixtureArgs,
+          env: {
+            FIXTURE_LOG: guardLog,
+            FIXTURE_PRE_TOOL: JSON.stringify({ decision: "ask", reason: "echo needs a person" }),
+            FIXTURE_TOOL_HOOK_TOOLS: "guard__echo",
+          },
+        },
+        files: {
+          command: acpFixture,
+          args: acpFixtureArgs,
+          env: { ACP_FIXTURE_LOG: filesLog, ACP_FIXTURE_DESTRUCTIVE: "1" },
+        },
+      },
+    }),
+  );
+  const script = dir.file(
+    "script.json",
+    JSON.stringify([
+      {
+        toolCalls: [
+          { name: "guard__echo", arguments: { text: "hi" } },
+          { name: "guard__slow", arguments: { ms: 1 } },
+          { name: "files__remove", arguments: { path: "a.txt" } },
+        ],
+      },
+      { text: "first done" },
+      { toolCalls: [{ name: "guard__echo", arguments: { text: "cancel me" } }] },
+      { text: "after the cancel" },
+    ]),
+  );
+  const asked: acp.RequestPermissionRequest[] = [];
+  /** How the handler answers; set per test. */
+  let answer: (request: acp.RequestPermissionRequest, signal: AbortSignal) => Promise<acp.RequestPermissionResponse> =
+    async () => ({ outcome: { outcome: "cancelled" } });
+  let agent: Awaited<ReturnType<typeof startAgent>>;
+  let session: acp.ActiveSession;
+
+  before(async () => {
+    agent = await startAgent(
+      { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script, MCP_HOOK_SERVERS: "guard" },
+      {
+        args: ["--mcp-config", config, "--deny", "guard__slow"],
+        setup: (app) =>
+          app.onRequest(acp.methods.client.session.requestPermission, (ctx) => {
+            asked.push(ctx.params);
+            return answer(ctx.params, ctx.signal);
+          }),
+      },
+    );
+    // Like acpx: no servers from the client; the operator's join anyway.
+    session = await agent.agent.buildSession({ cwd: dir.path, mcpServers: [] }).start();
+  });
+  after(async () => {
+    try {
+      if (agent !== undefined) assert.equal(await agent.stop(), 0, agent.stderr());
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test("the hook's ask and the destructiveHint reach requestPermission; --deny refuses without asking", async () => {
+    answer = async (request) => ({
+      outcome: {
+        outcome: "selected",
+        optionId: request.toolCall.title === "guard__echo" ? "allow_once" : "reject_always",
+      },
+    });
+    const done = session.prompt("Do three things.");
+    const { updates, stopReason } = await collect(session);
+    assert.equal(stopReason, "end_turn");
+    assert.equal((await done).stopReason, "end_turn");
+    assert.deepEqual(asked.map((r) => r.toolCall.title).sort(), ["files__remove", "guard__echo"]);
+    const echoAsk = asked.find((r) => r.toolCall.title === "guard__echo")!;
+    assert.equal(echoAsk.sessionId, session.sessionId);
+    assert.equal(echoAsk.toolCall.status, "pending");
+    assert.deepEqual(echoAsk.toolCall.rawInput, { text: "hi" });
+    assert.deepEqual(echoAsk.options.map((o) => o.kind), [
+      "allow_once",
+      "allow_always",
+      "reject_once",
+      "reject_always",
+    ]);
+    assert.deepEqual(echoAsk.toolCall.content, [{
+      type: "content",
+      content: { type: "text", text: 'Permission asked: echo needs a person (hook server "guard")' },
+    }]);
+    const calls = updates.filter((u) => u.sessionUpdate === "tool_call");
+    const end = (title: string) => {
+      const id = calls.find((c) => c.title === title)!.toolCallId;
+      const last = updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === id).at(-1) as {
+        status: string;
+        content: { content: { text: string } }[];
+      };
+      return { status: last.status, text: last.content[0]!.content.text };
+    };
+    assert.deepEqual(end("guard__echo").status, "completed");
+    assert.match(end("guard__slow").text, /^Permission denied: the operator's policy \(deny "guard__slow"\)/);
+    assert.match(end("files__remove").text, /\(the person denied it\)$/);
+    assert.ok(toolCalls(guardLog, "echo").length > 0, "the allowed echo ran");
+    assert.equal(toolCalls(guardLog, "slow").length, 0, "the denied slow did not run");
+    assert.ok(!readLog(filesLog).some((l) => l.startsWith("removed")), "the rejected remove did not run");
+  });
+
+  test("session/cancel while the client is asked: the question is withdrawn and the prompt ends cancelled", async () => {
+    asked.length = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let withdrawn = false;
+    answer = async (_request, signal) => {
+      // The person is thinking; the agent's $/cancel_request aborts this handler's signal.
+      signal.addEventListener("abort", () => (withdrawn = true), { once: true });
+      await released;
+      return { outcome: { outcome: "cancelled" } };
+    };
+    const done = session.prompt("Echo, then be cancelled.");
+    const { updates, stopReason } = await collect(session, async (u) => {
+      if (u.sessionUpdate === "tool_call_update" && u.status === "pending") {
+        assert.ok(await eventually(() => asked.length === 1, 10_000), "the client was asked");
+        await agent.agent.notify(acp.methods.agent.session.cancel, { sessionId: session.sessionId });
+      }
+    });
+    release();
+    assert.equal(stopReason, "cancelled");
+    assert.equal((await done).stopReason, "cancelled");
+    assert.ok(await eventually(() => withdrawn, 5000), "the SDK saw $/cancel_request");
+    const id = asked[0]!.toolCall.toolCallId;
+    const ends = updates.filter((u) =>
+      u.sessionUpdate === "tool_call_update" && u.toolCallId === id &&
+      (u.status === "completed" || u.status === "failed")
+    );
+    assert.equal(ends.length, 1);
+    assert.equal(toolCalls(guardLog, "echo").length, 1, "only the first echo ran");
+    // The next prompt runs on a valid history.
+    const next = session.prompt("Go on.");
+    const after = await collect(session);
+    assert.equal(after.stopReason, "end_turn");
+    assert.equal((await next).stopReason, "end_turn");
+    assert.equal(texts(after.updates, "agent_message_chunk"), "after the cancel");
   });
 });
