@@ -64,7 +64,7 @@ export interface ToolsOptions {
   samples: number;
   /** Samples of each command hook, spread over the rounds. */
   commandSamples: number;
-  /** Calls of `before` per timed batch (10 batches of each). */
+  /** Calls of `before` per timed batch (30 batches of each, after one to warm up). */
   beforeBatch: number;
 }
 
@@ -226,7 +226,7 @@ async function sample(registry: ToolRegistry, options: ToolsOptions): Promise<To
   // `before` alone: the cost of a hook that does not apply (route, policy, target filtering).
   const call: ToolCall = { id: "b1", name: TOOL, arguments: { path: "README.md" } };
   const perCall = { none: [] as number[], other: [] as number[] };
-  for (let round = 0; round < 11; round++) {
+  for (let round = 0; round < 31; round++) {
     for (const [name, h] of [["none", none], ["other", other]] as const) {
       const start = now();
       for (let k = 0; k < options.beforeBatch; k++) await h.before(call, signal);
@@ -270,7 +270,7 @@ export const toolsGroup: Group = {
   async run({ quick, runtimes, log }) {
     const options: ToolsOptions = quick
       ? { samples: 40, commandSamples: 4, beforeBatch: 200 }
-      : { samples: 400, commandSamples: 30, beforeBatch: 2000 };
+      : { samples: 400, commandSamples: 30, beforeBatch: 1000 };
     const rows: Row[] = [];
     for (const which of runtimes) {
       log(`tools: ${which}`);
