@@ -16,7 +16,9 @@ Usage:
                                                       run one prompt (PROMPT from stdin when absent or "-")
   cli.ts hooks [--mcp-config FILE] [--json]           list the servers' hooks and call each enabled one once,
                                                       as a dry run (exit 1 when one breaks the contract)
-  cli.ts acp                                          serve the Agent Client Protocol on stdin/stdout
+  cli.ts acp [--mcp-config FILE] [--allow|--ask|--deny GLOB]…
+                                                      serve the Agent Client Protocol on stdin/stdout (the
+                                                      file's servers join every session's; asks go to the client)
   cli.ts --help | --version
 
 Options:
