@@ -12,7 +12,7 @@ import type { ToolOutcome, ToolRegistry } from "../mcp/types.ts";
 import { historyIndex } from "../conversation/history-index.ts";
 import { contentText, formatToolContent } from "../conversation/results.ts";
 import type { HistoryItem, LlmResponse, ResultBlock, ToolCall } from "../conversation/types.ts";
-import type { ToolCallHooks } from "../hooks/tool-hooks.ts";
+import type { BeforeTool, ToolCallHooks } from "../hooks/tool-hooks.ts";
 
 /** The name kept in history for a tool call whose name no LLM API accepts. */
 export const INVALID_TOOL_NAME = "invalid_tool_name";
@@ -115,7 +115,11 @@ export async function runToolCalls(calls: readonly ToolCall[], options: RunToolC
       // The hooks run outside the cancel (SPEC 4.6), but a cancel during _PreToolUse runs nothing.
       const before = signal.aborted || refusal !== undefined || options.hooks === undefined
         ? undefined
-        : await options.hooks.before(call, signal);
+        : await options.hooks.before(call, signal).catch((error: unknown): BeforeTool => ({
+          // Never expected (before() never throws); but a call must get its one result.
+          run: false,
+          outcome: { content: [{ type: "text", text: `_PreToolUse failed: ${messageOf(error)}` }], isError: true },
+        }));
       if (signal.aborted) outcome = cancelled();
       else if (refusal !== undefined) outcome = { content: [{ type: "text", text: refusal }], isError: true };
       else if (before !== undefined && !before.run) outcome = before.outcome;
@@ -138,7 +142,9 @@ export async function runToolCalls(calls: readonly ToolCall[], options: RunToolC
         }
         const notes: ResultBlock[] = before?.run ? before.notes : [];
         if (options.hooks !== undefined && ran && !signal.aborted) {
-          outcome = await options.hooks.after({ ...call, arguments: args }, outcome, notes);
+          const shaped = outcome;
+          outcome = await options.hooks.after({ ...call, arguments: args }, outcome, notes)
+            .catch(() => ({ ...shaped, content: [...shaped.content, ...notes] }));
         } else if (notes.length > 0 && !signal.aborted) {
           outcome = { ...outcome, content: [...outcome.content, ...notes] };
         }
@@ -156,6 +162,10 @@ export async function runToolCalls(calls: readonly ToolCall[], options: RunToolC
   };
   await Promise.all(Array.from({ length: Math.min(options.maxParallel, calls.length) }, worker));
   return results;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** Settles with `promise`, or rejects with an `AbortError` as soon as `signal` aborts. */

@@ -50,7 +50,11 @@ export async function run(args: string[]): Promise<number> {
   const human = printer === undefined ? undefined : {
     event: (e: AgentEvent) => printer.event(redactEvent(e, secrets)),
     result: (r: PromptResult) =>
-      printer.result(r.refusal === undefined ? r : { ...r, refusal: redact(r.refusal, secrets) }),
+      printer.result({
+        ...r,
+        ...(r.refusal === undefined ? {} : { refusal: redact(r.refusal, secrets) }),
+        ...(r.halt === undefined ? {} : { halt: { ...r.halt, reason: redact(r.halt.reason, secrets) } }),
+      }),
   };
   const warn = (message: string) => {
     if (json) emitJson({ type: "warning", message });
@@ -76,7 +80,11 @@ export async function run(args: string[]): Promise<number> {
   // process.stdin costs Bun 5-7 ms of start-up, docs/PERFORMANCE.md).
   const person = servers.length > 0 && !json && !fromStdin && stdinIsTerminal() && process.stderr.isTTY === true;
   const requestPermission = person && printer !== undefined
-    ? terminalAsk(printer.note, (text) => stderr().write(text), process.stdin as unknown as LineInput)
+    ? terminalAsk(
+      (line) => printer.note(redact(line, secrets)),
+      (text) => stderr().write(text),
+      process.stdin as unknown as LineInput,
+    )
     : undefined;
 
   const controller = new AbortController();

@@ -132,13 +132,33 @@ export interface ServerCheck {
 }
 
 /**
+ * What is wrong with a hook tool's `_meta["sprout-agent/hook"].tools` (SPEC 7.6), when present
+ * and not an array of strings: a lone string (or any other value) is no declaration, so the
+ * hook applies to every tool; entries that are not strings are ignored.
+ */
+function toolsDeclarationProblem(tool: McpTool): string | undefined {
+  const meta = (tool as { _meta?: unknown })._meta;
+  const hook = typeof meta === "object" && meta !== null
+    ? (meta as Record<string, unknown>)["sprout-agent/hook"]
+    : undefined;
+  if (typeof hook !== "object" || hook === null || !Object.hasOwn(hook, "tools")) return undefined;
+  const tools = (hook as Record<string, unknown>).tools;
+  const what = '_meta["sprout-agent/hook"].tools must be an array of globs (strings)';
+  if (!Array.isArray(tools)) return `${what}: ${JSON.stringify(tools) ?? String(tools)} applies to every tool`;
+  const bad = tools.filter((t) => typeof t !== "string");
+  if (bad.length === 0) return undefined;
+  return `${what}: ${bad.map((t) => JSON.stringify(t) ?? String(t)).join(", ")} ignored`;
+}
+
+/**
  * The dry run of `cli.ts hooks`: each enabled hook point of each connected server is called
  * once, through the agent's own {@link HookRunner} (same timeout, same classification), with
  * `_meta["sprout-agent/hook"]` = `{event, round: 1, rejectionsUsed: 0, rejectionsLeft, dryRun:
  * true}`; hooks of servers not enabled and names that are no hook point are listed, not
  * called. A problem is a result a real call would not count (`isError`, a timeout, a
  * transport error, no text or only whitespace when content came), an input schema that
- * requires arguments, or an enabled point left uncalled because its server stopped (two
+ * requires arguments, a tool point's `tools` declaration that is not an array of strings
+ * (SPEC 7.6), or an enabled point left uncalled because its server stopped (two
  * timeouts in a row kill it, as in a session). Servers in `failures` are reported with their message.
  * @example
  * const report = await checkHooks(registry, { configured: ["hello"], failures: [], allow: { kind: "all" }, timeoutMs: 2500, maxRejections: 3 });
@@ -171,6 +191,8 @@ export async function checkHooks(registry: ToolRegistry, options: {
       };
       const patterns = point ? toolPatternsOf(tool) : undefined;
       if (patterns !== undefined) check.tools = patterns;
+      const declared = point ? toolsDeclarationProblem(tool) : undefined;
+      if (declared !== undefined) check.problems.push(declared);
       return check;
     });
     return { server, enabled, ...(failure === undefined ? {} : { error: failure.message }), hooks };

@@ -59,7 +59,8 @@ export function parseDecision(value: unknown): { decision: HookDecision; problem
   text("systemMessage");
   if (record.updatedInput !== undefined) {
     const u = record.updatedInput;
-    if (typeof u === "object" && u !== null && !Array.isArray(u)) decision.updatedInput = u as Record<string, unknown>;
+    const json = typeof u === "object" && u !== null && !Array.isArray(u) ? asJson(u) : undefined;
+    if (json !== undefined) decision.updatedInput = json;
     else problems.push(`"updatedInput" must be a JSON object`);
   }
   if (record.continue !== undefined) {
@@ -67,6 +68,22 @@ export function parseDecision(value: unknown): { decision: HookDecision; problem
     else problems.push(`"continue" must be a boolean`);
   }
   return { decision, problems };
+}
+
+/**
+ * `value` as the JSON it would travel as (what the tool will be sent), or `undefined` when it
+ * is none: an in-process hook can return cycles, BigInts, a `toJSON` that throws or nesting
+ * too deep to serialise, which would otherwise throw later, in the middle of a tool round.
+ */
+function asJson(value: object): Record<string, unknown> | undefined {
+  try {
+    const copy: unknown = JSON.parse(JSON.stringify(value));
+    return typeof copy === "object" && copy !== null && !Array.isArray(copy)
+      ? copy as Record<string, unknown>
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** One hook's say on one tool call, as the runner collected it. */

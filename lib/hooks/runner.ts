@@ -251,7 +251,13 @@ export class HookRunner {
       return done({ outcome: "error", message: `Hook "${hook}" of ${this.#owner(server)} failed: ${detail}` });
     }
     this.#timeouts.set(server, 0);
-    return done(classify(this.#owner(server), hook, result));
+    try {
+      return done(classify(this.#owner(server), hook, result));
+    } catch (error) {
+      // An in-process hook can return anything, getters that throw included.
+      const detail = error instanceof Error ? error.message : String(error);
+      return done({ outcome: "error", message: `Hook "${hook}" of ${this.#owner(server)} failed: ${detail}` });
+    }
   }
 
   /** `server "x"`, or `in-process hooks "x"`, for messages. */
@@ -332,10 +338,23 @@ function classify(owner: string, hook: string, result: CallToolResult): Omit<Hoo
   const typed = parseDecision(result.structuredContent);
   if (typed !== undefined) {
     const { decision, problems } = typed;
+    // A field the point does not read says nothing there (the table of SPEC 7.7).
+    const effect = HOOK_POINTS[hook as HookName]?.effect;
+    const pre = effect === "deny"; // _PreToolUse
+    const read = decision.decision === undefined ||
+      (pre ? decision.decision !== "block" : effect === "objection" && decision.decision === "block");
+    if (!read) {
+      problems.push(
+        `"decision" ${JSON.stringify(decision.decision)} means nothing to ${hook} (${
+          pre ? "allow, deny or ask" : effect === "objection" ? "block" : "it reads no decision"
+        })`,
+      );
+    }
     const said = decisionText(hook, decision);
-    const acts = said !== undefined || decision.decision === "deny" || decision.decision === "ask" ||
-      decision.updatedInput !== undefined || decision.updatedResult !== undefined ||
-      (decision.additionalContext ?? "").trim() !== "" || decision.continue === false;
+    const acts = said !== undefined || decision.continue === false ||
+      (pre && (decision.decision === "deny" || decision.decision === "ask" || decision.updatedInput !== undefined)) ||
+      (effect === "append" && decision.updatedResult !== undefined) ||
+      (effect !== "objection" && (decision.additionalContext ?? "").trim() !== "");
     const out: Omit<HookResult, "server" | "durationMs"> = { outcome: acts ? "objection" : "none", decision };
     if (said !== undefined) out.text = clampUtf8(said, MAX_HOOK_TEXT_BYTES, TRUNCATED_MARKER);
     if (problems.length > 0) {
@@ -377,20 +396,35 @@ function decisionText(hook: string, decision: HookDecision): string | undefined 
  */
 export function appliesTo(patterns: readonly string[] | undefined, name: string): boolean {
   if (patterns === undefined) return true;
-  return patterns.some((pattern) => globRegExp(pattern).test(name));
+  const chars = [...name];
+  return patterns.some((pattern) => globMatches([...pattern], chars));
 }
 
-const globCache = new Map<string, RegExp>();
-
-function globRegExp(pattern: string): RegExp {
-  let re = globCache.get(pattern);
-  if (re === undefined) {
-    const body = [...pattern].map((c) => c === "*" ? ".*" : c === "?" ? "." : c.replace(/[.+^${}()|[\]\\]/g, "\\$&"))
-      .join("");
-    re = new RegExp(`^${body}$`, "s");
-    if (globCache.size < 1000) globCache.set(pattern, re);
+/**
+ * Whether the glob `pattern` (code points) matches all of `name`: `*` any run, `?` one code
+ * point, everything else itself. Greedy with a return to the last `*` only, so at most
+ * `pattern.length * name.length` steps whatever the pattern (a RegExp built from a glob such
+ * as `*********a` backtracks exponentially, and the globs come from hook servers).
+ */
+function globMatches(pattern: readonly string[], name: readonly string[]): boolean {
+  let p = 0;
+  let n = 0;
+  let star = -1; // the pattern index after the last `*` seen
+  let from = 0; // where in `name` that `*` began to match
+  while (n < name.length) {
+    if (p < pattern.length && pattern[p] === "*") {
+      star = ++p;
+      from = n;
+    } else if (p < pattern.length && (pattern[p] === "?" || pattern[p] === name[n])) {
+      p++;
+      n++;
+    } else if (star >= 0) {
+      p = star;
+      n = ++from;
+    } else return false;
   }
-  return re;
+  while (p < pattern.length && pattern[p] === "*") p++;
+  return p === pattern.length;
 }
 
 let injectedCount = 0;

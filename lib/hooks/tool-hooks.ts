@@ -19,10 +19,11 @@ import {
   type PermissionAsk,
   type PermissionOutcome,
   type PermissionPolicy,
+  type PermissionRequest,
   policyDecision,
 } from "./permission.ts";
 import { type HookMeta, type HookToolCall, MAX_HOOK_CONTEXT_TEXT_BYTES } from "./points.ts";
-import type { HookResult, HookRunner } from "./runner.ts";
+import { type HookResult, type HookRunner, MAX_HOOK_TEXT_BYTES } from "./runner.ts";
 
 /** What `_PreToolUse` leaves of a call: run it (perhaps with new arguments), or its answer instead. */
 export type BeforeTool =
@@ -73,6 +74,34 @@ function verdicts(results: readonly HookResult[], textMeans: (text: string) => H
     .filter((r) => r.outcome === "objection" || r.decision !== undefined)
     .map((r) => ({ server: r.server, decision: r.decision ?? textMeans(r.text ?? "") }));
 }
+
+/**
+ * The person's answer, or `cancelled` as soon as `signal` aborts, whether or not `ask` heeds it
+ * (SPEC 7.8: a cancel withdraws the question at once). An `ask` that throws, rejects or
+ * answers anything but the four outcomes rejects once: a guard's question fails closed.
+ */
+function askPerson(
+  ask: PermissionAsk,
+  request: PermissionRequest,
+  signal: AbortSignal,
+): Promise<PermissionOutcome | "cancelled"> {
+  if (signal.aborted) return Promise.resolve("cancelled");
+  return new Promise((resolve) => {
+    const onAbort = () => resolve("cancelled");
+    signal.addEventListener("abort", onAbort, { once: true });
+    const settle = (outcome: PermissionOutcome) => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(OUTCOMES.includes(outcome) ? outcome : "reject_once");
+    };
+    try {
+      Promise.resolve(ask(request, signal)).then(settle, () => settle("reject_once"));
+    } catch {
+      settle("reject_once");
+    }
+  });
+}
+
+const OUTCOMES: readonly unknown[] = ["allow_once", "allow_always", "reject_once", "reject_always"];
 
 /**
  * The {@link ToolCallHooks} of a session's prompt. A call the registry cannot route (a name the
@@ -152,9 +181,9 @@ export function toolCallHooks(options: ToolCallHooksOptions): ToolCallHooks {
             return denied(by, `the rewritten arguments do not fit the tool's input schema: ${problems.join("; ")}`);
           }
           args = combined.updatedInput;
-          notes.unshift(
-            noteBlock("_PreToolUse", by.join(", "), `the arguments were rewritten to ${JSON.stringify(args)}`),
-          );
+          // Cut as hook text is (SPEC 4.3): the note is appended past the result's own cap.
+          const rewritten = clampUtf8(JSON.stringify(args), MAX_HOOK_TEXT_BYTES, TRUNCATED_MARKER);
+          notes.unshift(noteBlock("_PreToolUse", by.join(", "), `the arguments were rewritten to ${rewritten}`));
         }
         // A hook's allow answers the policy's ask; an explicit allow rule answers a hook's ask.
         if (combined.decision === "allow") asking = undefined;
@@ -171,11 +200,16 @@ export function toolCallHooks(options: ToolCallHooksOptions): ToolCallHooks {
             `${reason} (permission was asked for, and no one can answer in this run: allow it in advance with --allow ${name} or SPROUT_AGENT_ALLOW)`,
           );
         }
-        const outcome = await options.ask({ call: { ...toolCall, arguments: args }, reason, servers }, signal)
-          .catch((): PermissionOutcome => "reject_once");
+        const outcome = await askPerson(
+          options.ask,
+          { call: { ...toolCall, arguments: args }, reason, servers },
+          signal,
+        );
+        // A cancel withdrew the question: the caller answers the call `cancelled`.
+        if (outcome === "cancelled") return refused("cancelled");
         if (outcome === "allow_always") options.remembered?.set(call.name, "allow");
         if (outcome === "reject_always") options.remembered?.set(call.name, "deny");
-        if (outcome === "reject_once" || outcome === "reject_always") return say(`${reason} (the person denied it)`);
+        if (outcome !== "allow_once" && outcome !== "allow_always") return say(`${reason} (the person denied it)`);
       }
       return { run: true, arguments: args, notes };
     },
