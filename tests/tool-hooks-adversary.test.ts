@@ -205,7 +205,7 @@ describe("what an in-process hook may return (SPEC 4.7, 7.7)", () => {
 });
 
 describe("a sloppy hook author's typed answers (SPEC 7.7)", () => {
-  test('decision "block" at _PreToolUse (Claude Code\'s older word) is not silently ignored', async () => {
+  test('decision "block" at _PreToolUse (Claude Code\'s older word) denies, as deny does', async () => {
     const fs = fsServer();
     const guard = new FakeServer("guard", ["_PreToolUse"], {
       _PreToolUse: () => typed({ decision: "block", reason: "no writes" }),
@@ -213,10 +213,16 @@ describe("a sloppy hook author's typed answers (SPEC 7.7)", () => {
     const t = await session([fs, guard], twoPrompts([call("fs__write", { path: "a.txt" })]));
     try {
       const { events } = await run(t.session, "write");
-      assert.ok(
-        warnings(events).some((w) => w.includes('"decision"') && w.includes("_PreToolUse")),
-        warnings(events).join("\n"),
-      );
+      assert.equal(fs.calls.length, 0, "the blocked call never ran");
+      assert.ok(!warnings(events).some((w) => w.includes('"decision"')), warnings(events).join("\n"));
+      const result = t.session.history.find((i) => i.role === "tool");
+      assert.ok(result?.role === "tool" && result.isError);
+      const block = result.content[0];
+      assert.deepEqual(block?.type === "text" && JSON.parse(block.text), {
+        hook: "_PreToolUse",
+        server: "guard",
+        text: "no writes",
+      });
     } finally {
       await t.close();
     }

@@ -777,7 +777,11 @@ describe("the permission policy (SPEC 7.8)", () => {
   test("policyDecision: deny beats ask beats allow; auto asks for destructiveHint tools only when someone can answer", () => {
     const p = { allow: ["fs__*"], ask: ["fs__write"], deny: ["fs__rm*"], default: "auto" as const };
     assert.deepEqual(policyDecision(p, "fs__rmdir", undefined, true), { decision: "deny", rule: 'deny "fs__rm*"' });
-    assert.deepEqual(policyDecision(p, "fs__write", undefined, true), { decision: "ask", rule: 'ask "fs__write"' });
+    assert.deepEqual(policyDecision(p, "fs__write", undefined, true), {
+      decision: "ask",
+      rule: 'ask "fs__write"',
+      explicit: true,
+    });
     assert.deepEqual(policyDecision(p, "fs__read", undefined, true), {
       decision: "allow",
       rule: 'allow "fs__*"',
@@ -887,10 +891,11 @@ describe("the permission policy (SPEC 7.8)", () => {
     }
   });
 
-  test("an explicit allow rule answers a hook's ask in advance; a hook's allow answers the policy's ask", async () => {
+  test("an explicit allow rule answers a hook's ask in advance; a hook's allow answers the default's ask, not an ask rule", async () => {
     const cases = [
       { env: policy({ allow: ["fs__write"] }), hook: { decision: "ask", reason: "check" }, runs: true },
-      { env: policy({ ask: ["fs__*"] }), hook: { decision: "allow" }, runs: true },
+      { env: policy({ default: "ask" }), hook: { decision: "allow" }, runs: true },
+      { env: policy({ ask: ["fs__*"] }), hook: { decision: "allow" }, runs: false },
       { env: policy({}), hook: { decision: "ask", reason: "check" }, runs: false },
     ];
     for (const c of cases) {

@@ -46,7 +46,10 @@ export interface PolicyDecision {
   decision: "allow" | "ask" | "deny";
   /** `deny "fs__*"`, `the default ask`, `destructiveHint`…; absent for the open default. */
   rule?: string;
-  /** True when an `allow` glob matched by name (it answers a hook's `ask` in advance). */
+  /**
+   * True when a glob matched by name: an `allow` glob answers a hook's `ask` in advance, and an
+   * `ask` glob is answered by the person only (not by a hook's `allow`).
+   */
   explicit?: boolean;
 }
 
@@ -56,7 +59,7 @@ export interface PolicyDecision {
  * answer an `ask` (the `auto` default asks only then).
  * @example
  * policyDecision({ allow: [], ask: ["shell__*"], deny: [], default: "auto" }, "shell__run", undefined, false)
- * // { decision: "ask", rule: 'ask "shell__*"' }
+ * // { decision: "ask", rule: 'ask "shell__*"', explicit: true }
  */
 export function policyDecision(
   policy: PermissionPolicy,
@@ -68,7 +71,7 @@ export function policyDecision(
   const denied = match(policy.deny);
   if (denied !== undefined) return { decision: "deny", rule: `deny ${JSON.stringify(denied)}` };
   const asked = match(policy.ask);
-  if (asked !== undefined) return { decision: "ask", rule: `ask ${JSON.stringify(asked)}` };
+  if (asked !== undefined) return { decision: "ask", rule: `ask ${JSON.stringify(asked)}`, explicit: true };
   const allowed = match(policy.allow);
   if (allowed !== undefined) return { decision: "allow", rule: `allow ${JSON.stringify(allowed)}`, explicit: true };
   if (policy.default !== "auto") return { decision: policy.default, rule: `the default ${policy.default}` };

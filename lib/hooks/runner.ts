@@ -341,18 +341,21 @@ function classify(owner: string, hook: string, result: CallToolResult): Omit<Hoo
     // A field the point does not read says nothing there (the table of SPEC 7.7).
     const effect = HOOK_POINTS[hook as HookName]?.effect;
     const pre = effect === "deny"; // _PreToolUse
-    const read = decision.decision === undefined ||
-      (pre ? decision.decision !== "block" : effect === "objection" && decision.decision === "block");
+    // `block` at _PreToolUse is Claude Code's older word for deny (lib/hooks/tool-hooks.ts reads it so).
+    const read = decision.decision === undefined || pre ||
+      (effect === "objection" && decision.decision === "block");
     if (!read) {
       problems.push(
         `"decision" ${JSON.stringify(decision.decision)} means nothing to ${hook} (${
-          pre ? "allow, deny or ask" : effect === "objection" ? "block" : "it reads no decision"
+          effect === "objection" ? "block" : "it reads no decision"
         })`,
       );
     }
     const said = decisionText(hook, decision);
     const acts = said !== undefined || decision.continue === false ||
-      (pre && (decision.decision === "deny" || decision.decision === "ask" || decision.updatedInput !== undefined)) ||
+      (pre &&
+        (decision.decision === "deny" || decision.decision === "block" || decision.decision === "ask" ||
+          decision.updatedInput !== undefined)) ||
       (effect === "append" && decision.updatedResult !== undefined) ||
       (effect !== "objection" && (decision.additionalContext ?? "").trim() !== "");
     const out: Omit<HookResult, "server" | "durationMs"> = { outcome: acts ? "objection" : "none", decision };

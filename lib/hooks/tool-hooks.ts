@@ -68,11 +68,20 @@ function noteBlock(hook: string, server: string, text: string): ResultBlock {
   return { type: "text", text: JSON.stringify({ hook, server, text }) };
 }
 
-/** Each result's answer as a decision: plain non-blank text means `textMeans`. */
+/**
+ * Each result's answer as a decision: plain non-blank text means `textMeans`; a `block` (the
+ * older word of Claude Code's PreToolUse, SPEC 7.7) is a `deny`.
+ */
 function verdicts(results: readonly HookResult[], textMeans: (text: string) => HookDecision): ToolCallVerdict[] {
   return results
     .filter((r) => r.outcome === "objection" || r.decision !== undefined)
-    .map((r) => ({ server: r.server, decision: r.decision ?? textMeans(r.text ?? "") }));
+    .map((r) => {
+      const decision = r.decision ?? textMeans(r.text ?? "");
+      return {
+        server: r.server,
+        decision: decision.decision === "block" ? { ...decision, decision: "deny" } : decision,
+      };
+    });
 }
 
 /**
@@ -185,9 +194,10 @@ export function toolCallHooks(options: ToolCallHooksOptions): ToolCallHooks {
           const rewritten = clampUtf8(JSON.stringify(args), MAX_HOOK_TEXT_BYTES, TRUNCATED_MARKER);
           notes.unshift(noteBlock("_PreToolUse", by.join(", "), `the arguments were rewritten to ${rewritten}`));
         }
-        // A hook's allow answers the policy's ask; an explicit allow rule answers a hook's ask.
-        if (combined.decision === "allow") asking = undefined;
-        if (combined.decision === "ask" && !policy.explicit) {
+        // A hook's allow answers the default's ask, never an ask rule the operator wrote (the
+        // person answers that); an allow rule the operator wrote answers a hook's ask.
+        if (combined.decision === "allow" && !(policy.decision === "ask" && policy.explicit)) asking = undefined;
+        if (combined.decision === "ask" && !(policy.decision === "allow" && policy.explicit)) {
           asking = { servers: combined.servers, reason: combined.reason ?? "asks for permission" };
         }
       }
