@@ -439,3 +439,45 @@ describe("a tools declaration that is not an array of globs (SPEC 7.6, 11)", () 
     }
   });
 });
+
+describe("answers that do not count (SPEC 3.1, 7.7)", () => {
+  test("a required guard whose answer does not count (whitespace, a typed answer with every field ignored) fails closed", async () => {
+    for (const answer of [text("   "), typed({ decision: 42 })]) {
+      const fs = fsServer();
+      const guard = new FakeServer("guard", ["_PreToolUse"], { _PreToolUse: () => answer });
+      const { registry } = await createRegistry(
+        [{ ...stdioConfig("fs") }, { ...stdioConfig("guard"), required: true }],
+        { sessionId: "unread", connect: fakeConnect([fs, guard]) },
+      );
+      const config = loadConfig({ MCP_HOOK_SERVERS: "*" }, () => "");
+      const s = new AgentSession({ config, model: twoPrompts([call("fs__write", { path: "a" })]), registry });
+      try {
+        await run(s, "go");
+        assert.equal(fs.calls.length, 0, JSON.stringify(answer));
+        const result = s.history.find((i) => i.role === "tool");
+        assert.ok(result?.role === "tool" && result.isError);
+        const block = result.content[0];
+        assert.match(block?.type === "text" ? JSON.parse(block.text).text : "", /^the required guard did not answer/);
+      } finally {
+        await registry.close();
+      }
+    }
+  });
+
+  test("a key another agent reads (hookSpecificOutput) is named in a warning, not silently dropped", async () => {
+    const fs = fsServer();
+    const guard = new FakeServer("guard", ["_PreToolUse"], {
+      _PreToolUse: () => typed({ continue: true, hookSpecificOutput: { permissionDecision: "deny" } }),
+    });
+    const t = await session([fs, guard], twoPrompts([call("fs__write", { path: "a" })]));
+    try {
+      const { events } = await run(t.session, "go");
+      assert.ok(
+        warnings(events).some((w) => w.includes('"hookSpecificOutput" is not a field of a typed answer')),
+        warnings(events).join("\n"),
+      );
+    } finally {
+      await t.close();
+    }
+  });
+});

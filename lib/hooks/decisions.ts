@@ -41,6 +41,15 @@ export function parseDecision(value: unknown): { decision: HookDecision; problem
   if (!DECISION_KEYS.some((key) => Object.hasOwn(record, key))) return undefined;
   const decision: HookDecision = {};
   const problems: string[] = [];
+  // Another agent's words (Claude Code's hookSpecificOutput, say) are not read here: say so.
+  const unknown = Object.keys(record).filter((key) => !(DECISION_KEYS as readonly string[]).includes(key));
+  if (unknown.length > 0) {
+    problems.push(
+      `${unknown.map((k) => JSON.stringify(k)).join(", ")} ${
+        unknown.length === 1 ? "is" : "are"
+      } not a field of a typed answer`,
+    );
+  }
   const text = (key: "reason" | "additionalContext" | "updatedResult" | "stopReason" | "systemMessage") => {
     const v = record[key];
     if (v === undefined) return;

@@ -165,8 +165,13 @@ export function toolCallHooks(options: ToolCallHooksOptions): ToolCallHooks {
       if (runner.targets("_PreToolUse", call.name).length > 0) {
         const results = await runner.run("_PreToolUse", { ...options.meta(), toolCall }, { toolName: call.name });
         // A required guard that did not answer denies (SPEC 3.1): it must not pass silently.
+        // An answer that does not count (whitespace, only non-text content, a typed answer whose
+        // every field was ignored) is no answer from a required guard either.
+        const unread = (r: HookResult) =>
+          r.outcome === "none" && r.message !== undefined &&
+          (r.decision === undefined || Object.keys(r.decision).length === 0);
         const failed = results.filter((r) =>
-          (r.outcome === "timeout" || r.outcome === "error") && registry.isRequired(r.server)
+          (r.outcome === "timeout" || r.outcome === "error" || unread(r)) && registry.isRequired(r.server)
         );
         if (failed.length > 0) {
           const why = failed.map((r) => r.message ?? r.outcome).join("; ");
