@@ -8,10 +8,9 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { offlineEnv, ok, packOnce, run } from "./helpers/pack.ts";
+import { installCopy, ok, run } from "./helpers/pack.ts";
 import { repoRoot, runsOnce } from "./helpers/runtime.ts";
 
 const source = join(repoRoot, "servers/hello-hook");
@@ -24,34 +23,8 @@ describe("servers/hello-hook copied out of the repository", {
   const bin = (name: string) => join(repoRoot, "node_modules/.bin", name);
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), "hello-hook-copy-"));
-    copy = join(dir, "hello-hook");
-    cpSync(source, copy, { recursive: true, filter: (path) => !path.includes("node_modules") });
-    // Its package.json names every dependency. What stands in for the registry: the entries of
-    // the repository's own lockfile (the same versions, whose tarballs `npm ci` left in the npm
-    // cache) under the copy's root entry, installed with --offline (cache only, never the
-    // network); the unpublished sprout-agent comes from the tarball.
-    const pkg = JSON.parse(readFileSync(join(copy, "package.json"), "utf8"));
-    const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8"));
-    const { dependencies, devDependencies } = pkg;
-    lock.name = pkg.name;
-    lock.version = pkg.version;
-    lock.packages[""] = { name: pkg.name, version: pkg.version, dependencies, devDependencies };
-    for (const [path, entry] of Object.entries<Record<string, unknown>>(lock.packages)) {
-      // The cache is keyed by the tarball's URL, which this lockfile leaves out.
-      const name = path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length);
-      if (path !== "" && entry.resolved === undefined && entry.link === undefined) {
-        entry.resolved = `https://registry.npmjs.org/${name}/-/${name.split("/").pop()}-${entry.version}.tgz`;
-      }
-    }
-    writeFileSync(join(copy, "package-lock.json"), JSON.stringify(lock, null, 2));
-    const { tarball } = await packOnce();
-    const env = offlineEnv();
-    delete env.npm_config_registry; // the cache's keys name the real registry
-    ok(
-      await run("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], copy, env, 120_000),
-      "npm install",
-    );
+    // Its package.json names every dependency; installed offline (tests/helpers/pack.ts).
+    ({ dir, copy } = await installCopy(source, "hello-hook-copy-"));
   });
   after(() => {
     if (dir !== "") rmSync(dir, { recursive: true, force: true });

@@ -5,7 +5,7 @@
  * repository, where its own test runs from its own package.json.
  */
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -35,7 +35,7 @@ import {
   serverRuntimes,
   startServer,
 } from "./helpers/hook-servers.ts";
-import { offlineEnv, ok, packOnce, run } from "./helpers/pack.ts";
+import { installCopy, ok, run } from "./helpers/pack.ts";
 import { repoRoot, runsOnce, tsCommand } from "./helpers/runtime.ts";
 
 const SOURCE = join(repoRoot, "servers/tool-guard");
@@ -444,31 +444,8 @@ describe("servers/tool-guard copied out of the repository", { skip: !runsOnce &&
   const bin = (name: string) => join(repoRoot, "node_modules/.bin", name);
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), "tool-guard-copy-"));
-    copy = join(dir, "tool-guard");
-    cpSync(SOURCE, copy, { recursive: true, filter: (path) => !path.includes("node_modules") });
-    // Installed as tests/hello-hook.test.ts installs its copy: the repository's lockfile entries
-    // under the copy's root entry, --offline from the npm cache `npm ci` filled, and the
-    // unpublished sprout-agent from the packed tarball.
-    const pkg = JSON.parse(readFileSync(join(copy, "package.json"), "utf8"));
-    const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8"));
-    const { dependencies, devDependencies } = pkg;
-    lock.name = pkg.name;
-    lock.version = pkg.version;
-    lock.packages[""] = { name: pkg.name, version: pkg.version, dependencies, devDependencies };
-    for (const [path, entry] of Object.entries<Record<string, unknown>>(lock.packages)) {
-      // The cache is keyed by the tarball's URL, which this lockfile leaves out.
-      const name = path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length);
-      if (path !== "" && entry.resolved === undefined && entry.link === undefined) {
-        entry.resolved = `https://registry.npmjs.org/${name}/-/${name.split("/").pop()}-${entry.version}.tgz`;
-      }
-    }
-    writeFileSync(join(copy, "package-lock.json"), JSON.stringify(lock, null, 2));
-    const { tarball } = await packOnce();
-    const env = offlineEnv();
-    delete env.npm_config_registry; // the cache's keys name the real registry
-    const install = await run("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], copy, env, 120_000);
-    ok(install, "npm install");
+    // Installed as tests/hello-hook.test.ts installs its copy (tests/helpers/pack.ts).
+    ({ dir, copy } = await installCopy(SOURCE, "tool-guard-copy-"));
   });
   after(() => {
     if (dir !== "") rmSync(dir, { recursive: true, force: true });

@@ -5,7 +5,7 @@
  * @module
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -94,4 +94,37 @@ export function packOnce(): Promise<Packed> {
     };
   })();
   return packed;
+}
+
+/**
+ * Copies the example server folder `source` out of the repository into a new temporary folder
+ * (`<prefix>XXXXXX/<its name>`, node_modules left behind) and installs its dependencies from
+ * its own package.json with no registry reachable: the repository's lockfile entries (the same
+ * versions, whose tarballs `npm ci` left in the npm cache) under the copy's root entry,
+ * `npm install --offline`, and the unpublished sprout-agent from the packed tarball.
+ * @returns `dir`, the temporary folder to remove, and `copy`, the installed copy in it
+ */
+export async function installCopy(source: string, prefix: string): Promise<{ dir: string; copy: string }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const copy = join(dir, source.split("/").filter(Boolean).pop()!);
+  cpSync(source, copy, { recursive: true, filter: (path) => !path.includes("node_modules") });
+  const pkg = JSON.parse(readFileSync(join(copy, "package.json"), "utf8"));
+  const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8"));
+  const { dependencies, devDependencies } = pkg;
+  lock.name = pkg.name;
+  lock.version = pkg.version;
+  lock.packages[""] = { name: pkg.name, version: pkg.version, dependencies, devDependencies };
+  for (const [path, entry] of Object.entries<Record<string, unknown>>(lock.packages)) {
+    // The cache is keyed by the tarball's URL, which this lockfile leaves out.
+    const name = path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length);
+    if (path !== "" && entry.resolved === undefined && entry.link === undefined) {
+      entry.resolved = `https://registry.npmjs.org/${name}/-/${name.split("/").pop()}-${entry.version}.tgz`;
+    }
+  }
+  writeFileSync(join(copy, "package-lock.json"), JSON.stringify(lock, null, 2));
+  const { tarball } = await packOnce();
+  const env = offlineEnv();
+  delete env.npm_config_registry; // the cache's keys name the real registry
+  ok(await run("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], copy, env, 120_000), "npm install");
+  return { dir, copy };
 }
