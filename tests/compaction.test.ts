@@ -4,6 +4,7 @@ import {
   buildSummaryRequest,
   currentPromptText,
   freshContext,
+  GUIDANCE_HEADING,
   HANDOFF_PREFIX,
   historyBytes,
   requestOverheadBytes,
@@ -199,6 +200,43 @@ describe("summary request (SPEC 8.2)", () => {
     for (const want of ["original task", "what was done", "key decisions", "what remains", "one concrete next step"]) {
       assert.ok(r.prompt.includes(want), want);
     }
+  });
+
+  test("_PreCompact guidance: its own section of JSON lines before the instructions, within half the budget", () => {
+    const guidance = [
+      { server: "notes", text: 'keep "A"\nand B' },
+      { server: "big", text: "\u0001".repeat(40_000) }, // 6 bytes a character once JSON-escaped
+    ];
+    const ctx = 32_000; // budget min(32 KiB, ctx/4) = 8000 bytes
+    const r = buildSummaryRequest({ originalTask: "t", history, toolNames: [], ctx, handoffNumber: 1, guidance });
+    const [before, after] = r.prompt.split(GUIDANCE_HEADING);
+    assert.ok(before!.includes("# Recent History") && after !== undefined, "after the history");
+    const section = after.split("\n\n# Instructions")[0]!;
+    const lines = section.split("\n").map((l) => JSON.parse(l) as { hook: string; server: string; text: string });
+    assert.deepEqual(lines[0], { hook: "_PreCompact", server: "notes", text: 'keep "A"\nand B' });
+    assert.equal(lines[1]!.server, "big");
+    assert.ok(lines[1]!.text.endsWith("…") && [...lines[1]!.text.slice(0, -1)].every((c) => c === "\u0001"));
+    assert.ok(new TextEncoder().encode(GUIDANCE_HEADING + section).length <= 4000, "at most half of 8000 bytes");
+    assert.ok(new TextEncoder().encode(r.prompt).length <= 8000, "the prompt stays within its budget");
+    assert.ok(!r.system.includes("keep"), "never system text");
+    // No guidance, or only blank text: no section at all.
+    const none = buildSummaryRequest({
+      originalTask: "t",
+      history,
+      toolNames: [],
+      ctx,
+      handoffNumber: 1,
+      guidance: [],
+    });
+    const blank = buildSummaryRequest({
+      originalTask: "t",
+      history,
+      toolNames: [],
+      ctx,
+      handoffNumber: 1,
+      guidance: [{ server: "x", text: " \n" }],
+    });
+    assert.ok(!none.prompt.includes(GUIDANCE_HEADING) && !blank.prompt.includes(GUIDANCE_HEADING));
   });
 
   test("flattens history to text lines without tool blocks", () => {

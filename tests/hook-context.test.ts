@@ -10,6 +10,10 @@ import assert from "node:assert/strict";
 import { loadConfig } from "../lib/config/config.ts";
 import type { AgentEvent } from "../lib/conversation/events.ts";
 import { MAX_HOOK_CONTEXT_TEXT_BYTES } from "../lib/hooks/points.ts";
+import { GUIDANCE_HEADING } from "../lib/context/compaction.ts";
+import { HOOK_POINTS } from "../lib/hooks/points.ts";
+import { hookAnswerWords } from "../lib/hooks/decisions.ts";
+import { sessionUpdates } from "../lib/acp/updates.ts";
 import { AgentSession } from "../lib/agent/loop.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { HistoryItem, Model } from "../lib/conversation/types.ts";
@@ -302,6 +306,166 @@ describe("_SessionStart, _UserPromptSubmit, _SessionEnd (SPEC 7.5)", () => {
       );
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe("_PreCompact (SPEC 8.2)", () => {
+  // A 6000-token context compacts at 4500: a 6000-byte answer puts the second prompt over it.
+  const small = { SPROUT_AGENT_MAX_CONTEXT_TOKENS: "6000", SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000" };
+  const long = "x".repeat(6000);
+  /** The one-message history of the summary request among the model's requests. */
+  const summaryText = (seen: HistoryItem[][]): string => {
+    const request = seen.find((h) => h.length === 1 && h[0]!.role === "user" && h[0]!.text.startsWith("[Internal"));
+    assert.ok(request !== undefined, "a summary request was sent");
+    return (request[0] as { text: string }).text;
+  };
+
+  test("its text, plain or typed, reaches the summariser as JSON lines, and is never injected", async () => {
+    const plain = new FakeServer("notes", ["_PreCompact"], { _PreCompact: () => text('keep "the plan"\nline two') });
+    const model = recordingModel([{ text: long }, { text: "a short summary" }, { text: "done" }]);
+    const systems: string[] = [];
+    const complete = model.complete.bind(model);
+    model.complete = (request) => (systems.push(request.system ?? ""), complete(request));
+    const { registry } = await createRegistry([stdioConfig("notes")], {
+      sessionId: "pre",
+      connect: fakeConnect([plain]),
+    });
+    const config = loadConfig({ MCP_HOOK_SERVERS: "*", ...small }, () => "");
+    const s = new AgentSession({
+      config,
+      model,
+      registry,
+      cwd: "/work/project",
+      hooks: { typed: { _PreCompact: () => ({ additionalContext: "mention the failing test" }) } },
+    });
+    try {
+      await run(s, "one");
+      const events = await run(s, "two");
+      assert.ok(events.some((e) => e.type === "compaction" && e.mode === "summary"), "a summary compaction ran");
+      const [meta] = hookMetaOf(plain, "_PreCompact");
+      assert.equal(meta?.["event"], "PreCompact");
+      assert.equal(meta?.["prompt"], 2);
+      assert.equal(meta?.["round"], 1);
+      const prompt = summaryText(model.seen);
+      const section = prompt.split(GUIDANCE_HEADING)[1];
+      assert.ok(section !== undefined, "the guidance section is in the summary prompt");
+      const lines = section.split("\n\n# Instructions")[0]!.split("\n");
+      assert.deepEqual(lines.map((l) => JSON.parse(l)), [
+        { hook: "_PreCompact", server: "notes", text: 'keep "the plan"\nline two' },
+        { hook: "_PreCompact", server: "typed", text: "mention the failing test" },
+      ]);
+      assert.ok(systems.every((x) => !x.includes("the plan") && !x.includes("failing test")), "never system text");
+      // Nothing of it is in the conversation: the fresh context holds the summary and the prompt.
+      const last = model.seen.at(-1)!;
+      assert.deepEqual(last, [{ role: "user", text: "[Context Handoff]\na short summary" }, {
+        role: "user",
+        text: "two",
+      }]);
+      const hooks = events.filter((e) => e.type === "hook" && e.hook === "_PreCompact");
+      assert.deepEqual(hooks.map((e) => e.type === "hook" && [e.server, e.outcome]), [
+        ["notes", "objection"],
+        ["typed", "objection"],
+      ]);
+    } finally {
+      await registry.close();
+    }
+  });
+
+  test("ACP says what it did in the words of its effect; the CLI and ACP share them", () => {
+    const event = {
+      type: "hook",
+      hook: "_PreCompact",
+      server: "notes",
+      outcome: "objection",
+      durationMs: 1,
+      text: "keep the plan\nmore",
+    } as const;
+    assert.deepEqual(sessionUpdates(event).updates.map((u) => (u.content as { text: string }).text), [
+      '_PreCompact hook "notes" guided the summary: keep the plan\n',
+    ]);
+    assert.deepEqual(hookAnswerWords(HOOK_POINTS._PreCompact.effect, "x", undefined), ["guided the summary", "x"]);
+  });
+
+  test("not called before a truncation (no summaries left); a silent hook adds no guidance section", async () => {
+    const srv = new FakeServer("notes", ["_PreCompact"], { _PreCompact: () => text("") });
+    const model = recordingModel([{ text: long }, { text: "done" }, { text: "a summary" }, { text: "ok" }]);
+    const t = await session([srv], model, { ...small, SPROUT_AGENT_MAX_HANDOFFS: "0" });
+    try {
+      await run(t.session, "one");
+      const events = await run(t.session, "two");
+      assert.ok(events.some((e) => e.type === "compaction" && e.mode === "truncation"), "a truncation ran");
+      assert.equal(hookMetaOf(srv, "_PreCompact").length, 0);
+    } finally {
+      await t.close();
+    }
+    const quiet = new FakeServer("notes", ["_PreCompact"], { _PreCompact: () => text("   ") });
+    const model2 = recordingModel([{ text: long }, { text: "a short summary" }, { text: "done" }]);
+    const t2 = await session([quiet], model2, small);
+    try {
+      await run(t2.session, "one");
+      await run(t2.session, "two");
+      assert.equal(hookMetaOf(quiet, "_PreCompact").length, 1);
+      assert.ok(!summaryText(model2.seen).includes(GUIDANCE_HEADING), "no guidance section without guidance");
+    } finally {
+      await t2.close();
+    }
+  });
+
+  test("the allowlist, fail-open and the timeout hold: an error or a timeout guides nothing, the summary still runs", async () => {
+    const broken = new FakeServer("broken", ["_PreCompact"], { _PreCompact: () => text("boom", true) });
+    const slow = new FakeServer("slow", ["_PreCompact"], { _PreCompact: () => sleep(300).then(() => text("late")) });
+    const hidden = new FakeServer("hidden", ["_PreCompact"], { _PreCompact: () => text("never") });
+    const model = recordingModel([{ text: long }, { text: "a short summary" }, { text: "done" }]);
+    const t = await session([broken, slow, hidden], model, {
+      ...small,
+      MCP_HOOK_SERVERS: "broken,slow",
+      SPROUT_AGENT_HOOK_TIMEOUT_MS: "50",
+    });
+    try {
+      await run(t.session, "one");
+      const events = await run(t.session, "two");
+      assert.ok(events.some((e) => e.type === "compaction" && e.mode === "summary"), "the summary still ran");
+      assert.equal(hidden.calls.length, 0);
+      assert.ok(!summaryText(model.seen).includes(GUIDANCE_HEADING));
+      assert.ok(
+        events.some((e) =>
+          e.type === "warning" && /"_PreCompact" of server "broken" returned an error/.test(e.message)
+        ),
+      );
+      assert.ok(
+        events.some((e) =>
+          e.type === "warning" && /"_PreCompact" of server "slow" timed out .*\(1\/2\)/.test(e.message)
+        ),
+      );
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("continue: false halts the prompt before the summary request: nothing compacted, no further model call", async () => {
+    const model = recordingModel([{ text: long }, { text: "never sent" }]);
+    const { registry } = await createRegistry([], { sessionId: "halt", connect: fakeConnect([]) });
+    const config = loadConfig(small, () => "");
+    const s = new AgentSession({
+      config,
+      model,
+      registry,
+      hooks: { guard: { _PreCompact: () => ({ continue: false, stopReason: "save first" }) } },
+    });
+    try {
+      await run(s, "one");
+      const handle = s.prompt("two");
+      const events: AgentEvent[] = [];
+      for await (const e of handle) events.push(e);
+      const result = await handle.result;
+      assert.equal(result.stopReason, "end_turn");
+      assert.deepEqual(result.halt, { hook: "_PreCompact", server: "guard", reason: "save first" });
+      assert.equal(model.seen.length, 1, "neither a summary nor a round was requested");
+      assert.equal(events.filter((e) => e.type === "compaction").length, 0);
+      assert.deepEqual(s.history.at(-1), { role: "user", text: "two" });
+    } finally {
+      await registry.close();
     }
   });
 });

@@ -77,6 +77,7 @@ function dryRunOutcome(hook: string, outcome: HookOutcome): string {
   const words: readonly [string, string] = ({
     objection: ["objects", "no objection"],
     injection: ["injects", "nothing to inject"],
+    guidance: ["guides the summary", "no guidance"],
     log: ["injects", "nothing to inject"],
     deny: ["decides", "no opinion"],
     append: ["appends", "nothing to append"],

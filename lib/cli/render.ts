@@ -201,6 +201,8 @@ export function humanPrinter(): HumanPrinter {
             line(err.yellow(`⟲ ${e.hook} from ${e.server} ${verb}${what === "" ? "" : `: ${what}`}`));
           } else if (point.effect === "injection" && point.reportedBy === undefined) {
             line(err.cyan(`⟲ ${e.hook} context from ${e.server}: ${firstLine(e.text ?? "")}`));
+          } else if (point.effect === "guidance") {
+            line(err.cyan(`⟲ ${e.hook} guidance from ${e.server}: ${firstLine(e.text ?? "")}`));
           } else if (point.effect === "log") {
             line(err.dim(`${e.hook} from ${e.server}: ${firstLine(e.text ?? "")}`));
           } else if (point.effect === "objection") {

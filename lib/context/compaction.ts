@@ -226,6 +226,12 @@ export interface SummaryInput {
   handoffNumber: number;
   /** The configured output limit in tokens; the summary asks for at most `min(8192, this)`. */
   maxOutputTokens?: number;
+  /**
+   * The `_PreCompact` outputs, in the hooks' order (SPEC section 8.2): each becomes one line
+   * `{"hook":"_PreCompact","server":…,"text":…}` of the prompt's guidance section, which takes
+   * at most half of the input budget.
+   */
+  guidance?: readonly { server: string; text: string }[];
 }
 
 /** A tool-less summary request: send `prompt` as the only user message, with no tools. */
@@ -263,15 +269,43 @@ export function buildSummaryRequest(input: SummaryInput): SummaryRequest {
   const tail = "\n\n# Instructions\nProduce a context handoff summary covering: (1) the original task, " +
     "(2) what was done, (3) key decisions, (4) what remains, (5) one concrete next step. " +
     "Be concise but thorough. Plain text only.";
+  const guidance = guidanceSection(input.guidance ?? [], Math.floor(budget / 2));
   const omittedReserve = byteLength(`(${ELLIPSIS} ${input.history.length} older items omitted)\n`);
-  const available = Math.max(0, budget - byteLength(head + middle + tail) - omittedReserve);
+  const available = Math.max(0, budget - byteLength(head + middle + guidance + tail) - omittedReserve);
 
   // The task takes at most 16 KiB, leaving the history at least half of what is available.
   const rawTask = input.originalTask?.trim() ? input.originalTask : "(unknown)";
   const wantedHistory = Math.min(Math.floor(available / 2), snippetsBytes(input.history, available));
   const task = clampUtf8(rawTask, Math.min(SUMMARY_TASK_MAX_BYTES, available - wantedHistory), ELLIPSIS);
   const history = recentHistory(input.history, available - byteLength(task));
-  return { system, prompt: head + task + middle + history + tail, maxOutputTokens };
+  return { system, prompt: head + task + middle + history + guidance + tail, maxOutputTokens };
+}
+
+/** The first line of the summary prompt's guidance section (SPEC section 8.2). */
+export const GUIDANCE_HEADING = "\n\n# Guidance from the _PreCompact hooks (JSON, one line per hook)\n";
+
+/**
+ * The guidance section of the summary prompt: {@link GUIDANCE_HEADING} and one JSON line per
+ * hook, in order, within `budget` UTF-8 bytes: each text is cut (with `…`) to an equal share,
+ * so no hook crowds the others out; `""` when there is no guidance. The text is data inside
+ * the user message, never system text.
+ */
+function guidanceSection(guidance: readonly { server: string; text: string }[], budget: number): string {
+  const entries = guidance.filter((g) => g.text.trim() !== "");
+  if (entries.length === 0) return "";
+  const share = Math.max(0, Math.floor((budget - byteLength(GUIDANCE_HEADING)) / entries.length) - 1);
+  const lines = entries.map(({ server, text }) => {
+    const line = (t: string) => JSON.stringify({ hook: "_PreCompact", server, text: t });
+    // JSON escapes can make a line longer than its text: cut the text until the line fits.
+    let room = share;
+    let out = line(text);
+    while (byteLength(out) > share && room > 0) {
+      room = Math.floor(room / 2);
+      out = line(clampUtf8(text, room, ELLIPSIS));
+    }
+    return out;
+  });
+  return GUIDANCE_HEADING + lines.join("\n");
 }
 
 /** Everything {@link freshContext} places. */

@@ -1,6 +1,6 @@
 /**
  * The compaction step of the loop (SPEC section 8): the gate before each round, the summary
- * request, the fresh context with `_PostCompact` output, and the truncation fallback. The
+ * request with the `_PreCompact` guidance, the fresh context with `_PostCompact` output, and the truncation fallback. The
  * arithmetic and the history surgery are the pure functions of `compaction.ts`.
  * @module
  */
@@ -67,7 +67,9 @@ export class Compactor {
    * when even an empty one could not help (a history that is only the current prompt). Event
    * figures are estimated tokens in one unit: the reported ratio of tokens to bytes
    * ({@link UsageBaseline.scale}). A truncation that can drop nothing changes nothing and emits
-   * no event (one warning per session says the current turn alone is over budget).
+   * no event (one warning per session says the current turn alone is over budget). A
+   * `_PreCompact` halt (`continue: false`) leaves the history as it is and returns `"none"`:
+   * the loop ends the prompt before any further model call (SPEC 7.7).
    * @returns `"none"`, `"summary"`, `"truncation"`, or `"cancelled"` when `signal` aborted the
    *   summary request (the history is then unchanged)
    */
@@ -101,6 +103,8 @@ export class Compactor {
     if (this.handoffs < config.maxHandoffs) {
       const outcome = await this.#summarise(history, { ...context, before, overhead, currentBytes });
       if (outcome === "cancelled" || outcome === "summary") return outcome;
+      // A _PreCompact halt: the loop ends the prompt before any further model call.
+      if (outcome === "halted") return "none";
     }
     // Drop old turns until the request's bytes (1 byte = 1 token, the SPEC 8.4 upper bound) are
     // under the threshold: more than the reported ratio would need, never less.
@@ -124,16 +128,24 @@ export class Compactor {
     return "truncation";
   }
 
+  /** The `_meta` of the compaction points' calls (SPEC section 2.3). */
+  #meta(context: Parameters<Compactor["maybeCompact"]>[1]) {
+    const { config } = this.#options;
+    return hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections, context.hookContext?.());
+  }
+
   /**
    * The summary path (SPEC sections 8.2 and 8.3). Returns `"fallback"` when the summary could
    * not help, failed, was empty, or would not make the context smaller; the history is then
    * unchanged, and `_PostCompact` was called only in the last case, when its own output made
-   * the fresh context too large (that output is then dropped, with a warning).
+   * the fresh context too large (that output is then dropped, with a warning). `_PreCompact`
+   * runs before the summary request whenever one is made; `"halted"` when one of its hooks
+   * answered `continue: false` (no summary request is made; the history is unchanged).
    */
   async #summarise(
     history: HistoryItem[],
     context: Parameters<Compactor["maybeCompact"]>[1] & { before: number; overhead: number; currentBytes: number },
-  ): Promise<"summary" | "fallback" | "cancelled"> {
+  ): Promise<"summary" | "fallback" | "cancelled" | "halted"> {
     const { config, model, hooks } = this.#options;
     const currentPrompt = currentPromptText(history) || context.originalTask || "";
     // Measured like the current request: the bytes the fresh context would send.
@@ -141,6 +153,10 @@ export class Compactor {
       context.overhead + historyBytes(freshContext({ summary, currentPrompt, postCompact }));
     // Nothing to summarise: even an empty summary would not shrink the request. No LLM call.
     if (size("", []) >= context.currentBytes) return "fallback";
+    // The _PreCompact hook point (lib/hooks/points.ts): its output guides the summariser only.
+    const pre = await hooks.fire("_PreCompact", this.#meta(context));
+    // A `continue: false` halts the prompt (SPEC 7.7): no summary request, nothing compacted.
+    if (pre.results.some((r) => r.decision?.continue === false)) return "halted";
     const request = buildSummaryRequest({
       originalTask: context.originalTask ?? "(unknown)",
       history,
@@ -148,6 +164,7 @@ export class Compactor {
       ctx: config.maxContextTokens,
       handoffNumber: this.handoffs + 1,
       maxOutputTokens: config.maxOutputTokens,
+      guidance: pre.injected.flatMap((r) => r.text === undefined ? [] : [{ server: r.server, text: r.text }]),
     });
     let summary = "";
     try {
@@ -189,10 +206,7 @@ export class Compactor {
     const bare = size(summary, []);
     if (bare >= context.currentBytes) return larger(bare, "Context summary");
     // The _PostCompact hook point (lib/hooks/points.ts): its output joins the fresh context.
-    const { injected, items: postCompact } = await hooks.fire(
-      "_PostCompact",
-      hookMeta(context.round, context.rejectionsUsed, config.stopMaxRejections, context.hookContext?.()),
-    );
+    const { injected, items: postCompact } = await hooks.fire("_PostCompact", this.#meta(context));
     const freshBytes = size(summary, postCompact);
     if (freshBytes >= context.currentBytes) return larger(freshBytes, "Context summary with the _PostCompact output");
     history.splice(0, history.length, ...freshContext({ summary, currentPrompt, postCompact }));

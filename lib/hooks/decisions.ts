@@ -210,5 +210,6 @@ export function hookAnswerWords(
     if (decision?.updatedResult !== undefined) return ["replaced the tool result", undefined];
     return ["added context", decision?.additionalContext ?? text];
   }
+  if (effect === "guidance") return ["guided the summary", text];
   return ["added context", text];
 }

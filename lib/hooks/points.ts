@@ -19,6 +19,11 @@ export type HookEffect =
   | "objection"
   /** Non-blank output is injected into the history as it is; nothing else changes. */
   | "injection"
+  /**
+   * `_PreCompact`: non-blank output is guidance the summariser receives in the summary
+   * request (JSON-encoded, SPEC 8.2); nothing is injected into the conversation.
+   */
+  | "guidance"
   /** Non-blank output is only reported (a `hook` event with its text); nothing reaches the model. */
   | "log"
   /**
@@ -40,6 +45,7 @@ export type HookEffect =
  */
 export type HookName =
   | "_Stop"
+  | "_PreCompact"
   | "_PostCompact"
   | "_SessionStart"
   | "_UserPromptSubmit"
@@ -85,6 +91,14 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
     input: "`round`: the round whose response ended the turn.",
     effect: "objection",
     where: "AgentSession#stopGate (lib/agent/loop.ts), after the model call of the round",
+  },
+  _PreCompact: {
+    event: "PreCompact",
+    when:
+      "A compaction by summary is about to ask for the summary (never before a truncation, never when no summary could help).",
+    input: "`round`: the round about to be sent.",
+    effect: "guidance",
+    where: "Compactor#summarise (lib/context/compactor.ts), before the summary request, in AgentSession#compact",
   },
   _PostCompact: {
     event: "PostCompact",
@@ -186,7 +200,7 @@ export const MAX_HOOK_CONTEXT_TEXT_BYTES = 4096;
 export interface HookMeta {
   /**
    * The round within the prompt, 1-based: for `_Stop`, the round whose response ended the
-   * turn; for `_PostCompact` and `_UserPromptSubmit`, the round about to be sent; 0 for
+   * turn; for `_PreCompact`, `_PostCompact` and `_UserPromptSubmit`, the round about to be sent; 0 for
    * `_SessionStart` and `_SessionEnd`.
    */
   round: number;

@@ -37,7 +37,8 @@ export type HookCall = { event: string } & Omit<HookMeta, keyof HookContext> & H
  * An in-process hook (SPEC section 4.7): returns the hook's text, like an MCP hook's text
  * output: non-blank text objects (`_Stop`), denies the call (`_PreToolUse`), is appended to
  * the tool's result (`_PostToolUse`), is injected (`_PostCompact`, `_SessionStart`,
- * `_UserPromptSubmit`) or logged (`_SessionEnd`); `""` or `undefined` says nothing. It may
+ * `_UserPromptSubmit`), guides the summary (`_PreCompact`) or logged (`_SessionEnd`); `""` or
+ * `undefined` says nothing. It may
  * return a typed answer instead ({@link HookDecision}, SPEC section 7.7), as an MCP hook's
  * `structuredContent`. A throw or a rejection is an `error` outcome. `signal` aborts when the
  * call times out (`hookTimeoutMs`); two timeouts in a row disable the function's group for the
@@ -376,8 +377,8 @@ function classify(owner: string, hook: string, result: CallToolResult): Omit<Hoo
 }
 
 /**
- * The text a typed answer gives a point that injects, objects or logs (SPEC section 7.7):
- * `_Stop`'s `decision: "block"` with its `reason`; an injecting point's `additionalContext`; a
+ * The text a typed answer gives a point that injects, guides, objects or logs (SPEC section 7.7):
+ * `_Stop`'s `decision: "block"` with its `reason`; an injecting or guiding point's `additionalContext`; a
  * logging point's `additionalContext` or `systemMessage`. The tool points read the answer
  * itself (lib/hooks/tool-hooks.ts), so they get none.
  */
@@ -388,7 +389,7 @@ function decisionText(hook: string, decision: HookDecision): string | undefined 
     if (decision.decision !== "block") return undefined;
     return (decision.reason ?? "").trim() === "" ? "The stop was blocked (no reason given)." : decision.reason;
   }
-  if (effect === "injection") return context;
+  if (effect === "injection" || effect === "guidance") return context;
   if (effect === "log") return context ?? decision.reason;
   return undefined;
 }
