@@ -12,6 +12,7 @@ import process from "node:process";
 import { AgentError } from "../util/errors.ts";
 import { stdout } from "./io.ts";
 import { loadServers } from "./servers.ts";
+import { isServerOrPermissionFlag, takeServerOrPermissionFlag } from "./args.ts";
 import { closest } from "./suggest.ts";
 
 /** The arguments of `acp`. */
@@ -33,19 +34,8 @@ export function parseAcpArgs(args: string[]): AcpArgs {
   const out: AcpArgs = { mcpConfig: undefined, permissions: { allow: [], ask: [], deny: [] } };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
-    if (arg === "--mcp-config" || arg.startsWith("--mcp-config=")) {
-      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
-      if (value === undefined || value === "") {
-        throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
-      }
-      out.mcpConfig = value;
-    } else if (/^--(allow|ask|deny)(=|$)/.test(arg)) {
-      const flag = arg.slice(2).split("=")[0] as "allow" | "ask" | "deny";
-      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
-      if (value === undefined || value.trim() === "") {
-        throw new AgentError("usage", `Missing value for --${flag}: give a tool name or glob, such as "fs__*"`);
-      }
-      out.permissions[flag].push(value.trim());
+    if (isServerOrPermissionFlag(arg)) {
+      i = takeServerOrPermissionFlag(args, i, out);
     } else if (arg.startsWith("-")) {
       const near = closest(arg, ACP_FLAGS);
       const hint = near === undefined ? "see --help" : `did you mean ${near}? (see --help)`;

@@ -70,20 +70,8 @@ export function parseRunArgs(args: string[]): RunArgs {
       break;
     }
     if (arg === "--json") out.json = true;
-    else if (arg === "--mcp-config" || arg.startsWith("--mcp-config=")) {
-      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
-      if (value === undefined || value === "") {
-        throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
-      }
-      out.mcpConfig = value;
-    } else if (/^--(allow|ask|deny)(=|$)/.test(arg)) {
-      const flag = arg.slice(2).split("=")[0] as "allow" | "ask" | "deny";
-      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i];
-      if (value === undefined || value.trim() === "") {
-        throw new AgentError("usage", `Missing value for --${flag}: give a tool name or glob, such as "fs__*"`);
-      }
-      out.permissions[flag].push(value.trim());
-    } else if (arg.startsWith("--json=")) {
+    else if (isServerOrPermissionFlag(arg)) i = takeServerOrPermissionFlag(args, i, out);
+    else if (arg.startsWith("--json=")) {
       throw new AgentError("usage", `Unexpected value in ${JSON.stringify(arg)}: --json takes no value (see --help)`);
     } else if (arg.startsWith("--") || (arg.startsWith("-") && arg !== "-")) {
       const near = closest(arg, RUN_FLAGS);
@@ -92,4 +80,38 @@ export function parseRunArgs(args: string[]): RunArgs {
     } else out.prompt.push(arg);
   }
   return out;
+}
+
+/** True for `--mcp-config` and `--allow`, `--ask`, `--deny` (alone or `=VALUE`), which `run`, `hooks` and `acp` share. */
+export function isServerOrPermissionFlag(arg: string): boolean {
+  return /^--(mcp-config|allow|ask|deny)(=|$)/.test(arg);
+}
+
+/**
+ * Reads the shared flag at `args[i]` (see {@link isServerOrPermissionFlag}) with its value
+ * (`--flag VALUE` or `--flag=VALUE`) into `out`; returns the index of the last argument it
+ * read. Throws `AgentError("usage")` on a missing value.
+ */
+export function takeServerOrPermissionFlag(
+  args: readonly string[],
+  i: number,
+  out: Pick<RunArgs, "mcpConfig" | "permissions">,
+): number {
+  const arg = args[i]!;
+  const flag = arg.slice(2).split("=")[0] as "mcp-config" | "allow" | "ask" | "deny";
+  const inline = arg.includes("=");
+  const value = inline ? arg.slice(arg.indexOf("=") + 1) : args[i + 1];
+  const next = inline ? i : i + 1;
+  if (flag === "mcp-config") {
+    if (value === undefined || value === "") {
+      throw new AgentError("usage", "Missing value for --mcp-config: give a file path");
+    }
+    out.mcpConfig = value;
+    return next;
+  }
+  if (value === undefined || value.trim() === "") {
+    throw new AgentError("usage", `Missing value for --${flag}: give a tool name or glob, such as "fs__*"`);
+  }
+  out.permissions[flag].push(value.trim());
+  return next;
 }
