@@ -57,6 +57,25 @@ export type { AgentErrorCode } from "./lib/util/errors.ts";
 export type { HookCall, HookContext, HookHandler, HookMeta, HookName, InProcessHooks } from "./lib/hooks/runner.ts";
 export type { HookToolCall } from "./lib/hooks/points.ts";
 export type { PermissionAsk, PermissionDefault, PermissionOutcome, PermissionRequest } from "./lib/hooks/permission.ts";
+export { defaultSessionDir, fileSessionStore } from "./lib/sessions/file-store.ts";
+export type { FileSessionStoreOptions } from "./lib/sessions/file-store.ts";
+export { memorySessionStore } from "./lib/sessions/memory-store.ts";
+export {
+  describeSession,
+  parseRecords,
+  recordLine,
+  restoreSession,
+  SESSION_ID_PATTERN,
+} from "./lib/sessions/records.ts";
+export type {
+  RestoredSession,
+  SessionCounters,
+  SessionInfo,
+  SessionRead,
+  SessionRecord,
+  SessionStore,
+  SessionWriter,
+} from "./lib/sessions/records.ts";
 export { serveAcp } from "./lib/acp/server.ts";
 export type { AcpOptions, TextSink } from "./lib/acp/server.ts";
 export { VERSION } from "./lib/util/version.ts";

@@ -31,6 +31,9 @@ failed_steps=()
 # The runners' outputs, kept for the recap, removed on exit.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Every agent the tests start keeps its transcript in the state folder (SPEC section 12): the
+# suite's go to a folder of its own, never to the user's ~/.local/state.
+export XDG_STATE_HOME="$tmp/state"
 step() {
   local name=$1; shift
   local start=$SECONDS
@@ -90,7 +93,8 @@ started=$SECONDS
 for i in "${!names[@]}"; do
   outs[i]="$tmp/${names[i]}.out"
   # shellcheck disable=SC2086
-  (start=$SECONDS; ${commands[i]}; rc=$?; echo "::: ${names[i]} $([ $rc = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"; exit $rc) >"${outs[i]}" 2>&1 &
+  # Each runner its own state folder: the runners run the same tests at the same time.
+  (export XDG_STATE_HOME="$tmp/state-${names[i]}"; start=$SECONDS; ${commands[i]}; rc=$?; echo "::: ${names[i]} $([ $rc = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"; exit $rc) >"${outs[i]}" 2>&1 &
   pids[i]=$!
 done
 echo "::: runners: ${names[*]} at the same time"

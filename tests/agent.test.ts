@@ -25,6 +25,8 @@ describe("createAgent", () => {
     const agent = await createAgent({
       model: { provider: "scripted", turns: [{ text: "hello there" }] },
       sessionId: "s-1",
+      // A fixed id would meet its own transcript on a second run: this test keeps none.
+      sessionStore: false,
     });
     try {
       assert.equal(agent.sessionId, "s-1");

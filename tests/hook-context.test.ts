@@ -218,6 +218,7 @@ describe("_SessionStart, _UserPromptSubmit, _SessionEnd (SPEC 7.5)", () => {
         lastAssistantText: "",
         afterObjection: false,
         prompt: 0,
+        source: "startup",
       });
       assert.deepEqual(hookMetaOf(srv, "_UserPromptSubmit").map((m) => [m["event"], m["round"], m["prompt"]]), [
         ["UserPromptSubmit", 1, 1],

@@ -125,6 +125,7 @@ const LAYERS = [
   "util",
   "http",
   "conversation",
+  "sessions",
   "mcp",
   "config",
   "llm",

@@ -15,6 +15,10 @@ import { AgentSession, type PromptRun } from "./loop.ts";
 import { createRegistry, type RegistryFailure } from "../mcp/registry.ts";
 import type { ToolRegistry } from "../mcp/types.ts";
 import type { HistoryItem } from "../conversation/types.ts";
+import { configSecrets } from "../util/redact.ts";
+import { optionKeys } from "./from-env.ts";
+import { restoreSession, type SessionCounters, type SessionStore, type SessionWriter } from "../sessions/records.ts";
+import { Transcript } from "../sessions/transcript.ts";
 
 /**
  * A ready agent: one conversation (history, `_Stop` budget, compaction count) with its model
@@ -89,7 +93,15 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     : (await import("../mcp/in-process.ts")).inProcessMcp(options.inProcessServers);
   const servers = [...serverList(options), ...(inProcess?.servers ?? [])];
   const hooks = inProcessHooks(options, servers);
-  const sessionId = options.sessionId ?? crypto.randomUUID();
+  if (options.resume !== undefined && options.sessionId !== undefined && options.resume !== options.sessionId) {
+    throw new AgentError(
+      "config",
+      `Invalid sessionId: ${JSON.stringify(options.sessionId)} differs from resume (${JSON.stringify(options.resume)})`,
+    );
+  }
+  const sessionId = options.resume ?? options.sessionId ?? crypto.randomUUID();
+  // The transcript is claimed before any server starts: a session in use fails at once (SPEC 12).
+  const kept = await claimTranscript(options, sessionId, servers);
   const starting = createRegistry(servers, {
     sessionId,
     initTimeoutMs: config.mcpInitTimeoutMs,
@@ -103,11 +115,19 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     ...(options.onServerStderr === undefined ? {} : { onServerStderr: options.onServerStderr }),
     ...(inProcess === undefined ? {} : { connect: inProcess.connect }),
   });
-  const { registry, failures } = await abortable(starting, options.signal);
+  let started: Awaited<typeof starting>;
+  try {
+    started = await abortable(starting, options.signal);
+  } catch (error) {
+    await kept?.transcript.close();
+    throw error;
+  }
+  const { registry, failures } = started;
   // A required server (SPEC 3.1) that could not start fails the start: a guard must not pass silently.
   const missing = failures.filter((f) => servers.some((s) => s.name === f.server && s.required === true));
   if (missing.length > 0) {
     await registry.close().catch(() => {});
+    await kept?.transcript.close();
     throw new AgentError(
       "mcp-connect",
       missing.map((f) => `Required server ${JSON.stringify(f.server)} could not start: ${f.message}`).join("; "),
@@ -129,16 +149,83 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     hooks,
     ...(options.requestPermission === undefined ? {} : { ask: options.requestPermission }),
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(kept === undefined ? {} : { transcript: kept.transcript }),
+    ...(kept?.restored === undefined ? {} : { restored: kept.restored }),
   });
   const onEvent = options.onEvent ?? (() => {});
-  // The _SessionStart hook point (SPEC 7.5): servers connected, no prompt yet.
-  try {
-    await session.start(onEvent);
-  } catch (error) {
-    await registry.close().catch(() => {});
-    throw error; // only a throwing onEvent gets here: hooks never throw
+  // The _SessionStart hook point (SPEC 7.5): servers connected, no prompt yet. A resumed
+  // session fires it with its first prompt instead (SPEC 12.5): a load calls no hook.
+  if (kept?.restored === undefined) {
+    try {
+      await session.start(onEvent);
+    } catch (error) {
+      await registry.close().catch(() => {});
+      await kept?.transcript.close();
+      throw error; // only a throwing onEvent gets here: hooks never throw
+    }
   }
-  return new ReadyAgent(session, registry, failures, onEvent);
+  return new ReadyAgent(session, registry, failures, onEvent, kept?.transcript);
+}
+
+/**
+ * Claims the session's transcript in the chosen store (default: the file store in the state
+ * folder) and, for a resume, reads it back. A store that cannot be used for a new session
+ * (no home folder, no permission to write) is a warning, and the session runs without one.
+ * @throws {AgentError} `session` for a bad or unknown id, a session in use, an id that
+ *   already has a transcript; any error of a store asked to resume
+ */
+async function claimTranscript(
+  options: AgentOptions,
+  id: string,
+  servers: readonly { transport: { type: string; headers?: Record<string, string>; env?: Record<string, string> } }[],
+): Promise<{ transcript: Transcript; restored?: { history: HistoryItem[]; counters: SessionCounters } } | undefined> {
+  const resume = options.resume !== undefined;
+  let store: SessionStore | undefined;
+  let writer: SessionWriter;
+  try {
+    store = await chosenStore(options.sessionStore);
+    if (store === undefined) return undefined;
+    writer = await store.claim(id, { existing: resume });
+  } catch (error) {
+    if (resume || (error instanceof AgentError && error.code === "session")) throw error;
+    options.onWarning?.(`${(error as Error).message}: this session is not saved`);
+    return undefined;
+  }
+  let restored: { history: HistoryItem[]; counters: SessionCounters } | undefined;
+  if (resume) {
+    try {
+      const read = await store.read(id);
+      if (read === undefined) throw new AgentError("session", `No session ${JSON.stringify(id)} in ${store.location}`);
+      const back = restoreSession(read.records);
+      for (const warning of [...read.warnings, ...back.warnings]) {
+        options.onWarning?.(`Resuming session ${JSON.stringify(id)}: ${warning}`);
+      }
+      restored = { history: back.history, counters: back.counters };
+    } catch (error) {
+      await writer.close().catch(() => {});
+      throw error;
+    }
+  }
+  const transcript = new Transcript({
+    writer,
+    id,
+    cwd: options.cwd ?? process.cwd(),
+    secrets: configSecrets(optionKeys(options), servers),
+    location: store.location,
+    ...(restored === undefined ? {} : { written: restored.history, counters: restored.counters }),
+    ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
+  return { transcript, ...(restored === undefined ? {} : { restored }) };
+}
+
+/** The store of `createAgent`'s `sessionStore` option: `false` none, default the file store. */
+async function chosenStore(option: AgentOptions["sessionStore"]): Promise<SessionStore | undefined> {
+  if (option === false) return undefined;
+  if (option !== undefined) return option;
+  // Loaded only when used: an agent without transcripts never loads the file code.
+  const { fileSessionStore } = await import("../sessions/file-store.ts");
+  return fileSessionStore();
 }
 
 class ReadyAgent implements Agent {
@@ -147,13 +234,16 @@ class ReadyAgent implements Agent {
   readonly #registry: ToolRegistry;
   readonly #onEvent: (event: AgentEvent) => void;
   #closing: Promise<void> | undefined;
+  readonly #transcript: Transcript | undefined;
 
   constructor(
     session: AgentSession,
     registry: ToolRegistry,
     failures: RegistryFailure[],
     onEvent: (event: AgentEvent) => void,
+    transcript: Transcript | undefined,
   ) {
+    this.#transcript = transcript;
     this.#session = session;
     this.#registry = registry;
     this.failures = failures;
@@ -181,7 +271,7 @@ class ReadyAgent implements Agent {
     // The _SessionEnd hook point (SPEC 7.5), while the servers still run.
     this.#closing ??= this.#session.end(this.#onEvent).catch(() => {}).then(() => this.#registry.close()).catch(
       () => {},
-    );
+    ).then(() => this.#transcript?.close());
     return this.#closing;
   }
 }

@@ -6,7 +6,8 @@
 
 import type { AgentLimits, AgentOptions, ModelOptions } from "./options.ts";
 import { isModel } from "./options.ts";
-import { loadConfig, requireProvider } from "../config/config.ts";
+import { loadConfig, requireProvider, sessionDirSetting } from "../config/config.ts";
+import { fileSessionStore } from "../sessions/file-store.ts";
 import { loadScript } from "../llm/scripted.ts";
 
 /**
@@ -49,8 +50,13 @@ export function agentOptionsFromEnv(
     model = { provider, turns: loadScript(path, { readFile: options.readFile, env }), path };
   }
   const hooks = config.hookServers;
+  const sessions = sessionDirSetting(env);
   return {
     model,
+    // Unset: createAgent's default, the file store in the state folder (SPEC 12.1).
+    ...(sessions === undefined
+      ? {}
+      : { sessionStore: sessions === "off" ? false : fileSessionStore({ dir: sessions }) }),
     systemPrompt: config.systemPrompt,
     ...(hooks.kind === "none" ? {} : { hookServers: hooks.kind === "all" ? "*" : hooks.names }),
     maxRounds: config.maxRounds,

@@ -20,6 +20,8 @@ import { type EventStream, eventStream } from "../util/stream.ts";
 import { prepareToolCalls, runToolCalls } from "./tool-calls.ts";
 import type { HistoryItem, LlmResponse, Model, StopReason, ToolCall, ToolDef, Usage } from "../conversation/types.ts";
 import { Compactor } from "../context/compactor.ts";
+import type { SessionCounters } from "../sessions/records.ts";
+import type { Transcript } from "../sessions/transcript.ts";
 
 /** At most this many tool calls of one response are kept (SPEC section 6.6). */
 export const MAX_TOOL_CALLS_PER_RESPONSE = 64;
@@ -57,6 +59,16 @@ export interface SessionOptions {
    * default none: an `ask` denies the call with a reason naming the setting that allows it.
    */
   ask?: PermissionAsk;
+  /**
+   * Where the session's records go (SPEC section 12.3): written before each model request,
+   * as each tool call ends, and when each prompt ends; default none.
+   */
+  transcript?: Transcript;
+  /**
+   * A session brought back from its transcript (`restoreSession`): its history and counters
+   * are the session's, and `_SessionStart` says `source: "resume"`. Default: a new session.
+   */
+  restored?: { history: HistoryItem[]; counters: SessionCounters };
 }
 
 /**
@@ -135,6 +147,8 @@ export class AgentSession {
   readonly #remembered = new Map<string, "allow" | "deny">();
   #busy = false;
   #idCounter = 0;
+  readonly #transcript: Transcript | undefined;
+  readonly #resumed: boolean;
 
   /**
    * Creates a session with an empty history and an unused `_Stop` budget. Connects nothing
@@ -148,6 +162,8 @@ export class AgentSession {
     this.#now = options.now ?? Date.now;
     this.#cwd = options.cwd ?? process.cwd();
     this.#ask = options.ask;
+    this.#transcript = options.transcript;
+    this.#resumed = options.restored !== undefined;
     this.#hooks = new HookRunner({
       registry: options.registry,
       allow: options.config.hookServers,
@@ -167,6 +183,33 @@ export class AgentSession {
       hooks: this.#hooks,
       registry: options.registry,
     });
+    const restored = options.restored;
+    if (restored !== undefined) {
+      const { counters } = restored;
+      this.history.push(...restored.history);
+      this.stopRejections = counters.stopRejections;
+      this.prompts = counters.prompts;
+      this.originalTask = counters.originalTask;
+      this.#compactor.handoffs = counters.handoffs;
+      for (const [name, answer] of Object.entries(counters.permissions)) this.#remembered.set(name, answer);
+    }
+  }
+
+  /** The counters a transcript keeps (SPEC section 12.2). */
+  get counters(): SessionCounters {
+    const counters: SessionCounters = {
+      stopRejections: this.stopRejections,
+      prompts: this.prompts,
+      handoffs: this.#compactor.handoffs,
+      permissions: Object.fromEntries(this.#remembered),
+    };
+    if (this.originalTask !== undefined) counters.originalTask = this.originalTask;
+    return counters;
+  }
+
+  /** Writes what changed to the transcript, if there is one (SPEC section 12.3). */
+  #checkpoint(): Promise<void> {
+    return this.#transcript?.checkpoint(this.history, this.counters) ?? Promise.resolve();
   }
 
   /** Compactions done in this session (at most `SPROUT_AGENT_MAX_HANDOFFS`). */
@@ -211,6 +254,8 @@ export class AgentSession {
     onEvent: (event: AgentEvent) => void,
   ): Promise<HistoryItem[]> {
     const meta = hookMeta(0, this.stopRejections, this.#config.stopMaxRejections, this.#hookContext(undefined));
+    // Claude Code's SessionStart `source`: a session brought back from its transcript says so.
+    if (hook === "_SessionStart") meta.source = this.#resumed ? "resume" : "startup";
     return (await this.#hooks.fire(hook, meta, this.history, { onEvent })).items;
   }
 
@@ -240,8 +285,16 @@ export class AgentSession {
     this.#emit = push;
     const signal = options.signal ?? new AbortController().signal;
     this.#run(text, signal).then(
-      (result) => close({ result }),
-      (error: unknown) => close({ error }),
+      async (result) => {
+        // The prompt's last items and its end are written before the caller learns the result.
+        await this.#checkpoint();
+        await this.#transcript?.end(this.prompts, result);
+        close({ result });
+      },
+      async (error: unknown) => {
+        await this.#checkpoint();
+        close({ error });
+      },
     ).finally(() => {
       this.#busy = false;
       this.#current = undefined;
@@ -355,6 +408,8 @@ export class AgentSession {
     tools: ToolDef[],
   ): Promise<{ response: LlmResponse; streamedText: boolean } | "cancelled"> {
     const { signal } = prompt;
+    // Crash-safe: what the request sends is in the transcript before it is sent (SPEC 12.3).
+    await this.#checkpoint();
     const sentBytes = this.#compactor.requestBytes(this.history, tools);
     let streamedText = false;
     let response: LlmResponse;
@@ -465,7 +520,21 @@ export class AgentSession {
     this.#pushAssistant(response, calls);
     prompt.objectedLast = false;
     prompt.toolCalls += calls.length;
+    // The calls are in the transcript before they run, each result as its call ends: a process
+    // killed meanwhile leaves every finished result and the calls still running (SPEC 12.3).
+    await this.#checkpoint();
+    const items: Extract<HistoryItem, { role: "tool" }>[] = new Array(calls.length);
     const results = await runToolCalls(calls, {
+      onResult: (index, outcome) => {
+        const item = {
+          role: "tool" as const,
+          toolCallId: calls[index]!.id,
+          content: outcome.content,
+          isError: outcome.isError,
+        };
+        items[index] = item;
+        void this.#transcript?.result(item);
+      },
       registry: this.#registry,
       signal: prompt.signal,
       maxParallel: config.maxParallelTools,
@@ -486,8 +555,11 @@ export class AgentSession {
     calls.forEach((call, i) => {
       const outcome = results[i] ??
         { content: [{ type: "text", text: "internal error: missing result" }], isError: true };
-      this.history.push({ role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError });
+      this.history.push(
+        items[i] ?? { role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError },
+      );
     });
+    await this.#transcript?.flush();
   }
 
   /**

@@ -25,6 +25,7 @@ import { headerProblem, parseMcpConfig, SERVER_NAME_PATTERN } from "../mcp/confi
 import type { InProcessServer } from "../mcp/in-process.ts";
 import type { McpEra, McpServerConfig } from "../mcp/types.ts";
 import type { Model } from "../conversation/types.ts";
+import type { SessionStore } from "../sessions/records.ts";
 
 /**
  * Which LLM to talk to, as plain data: the Anthropic Messages API, any Chat Completions
@@ -160,6 +161,21 @@ export interface AgentOptions extends AgentLimits {
   systemPrompt?: string | undefined;
   /** The session id, sent to every server as `_meta["sprout-agent/session"]`; default a random UUID. */
   sessionId?: string | undefined;
+  /**
+   * Where the session's transcript goes (SPEC section 12): a {@link SessionStore}
+   * (`fileSessionStore({dir})`, `memorySessionStore()`, the Redis store of
+   * `sprout-agent/stores/redis`), or `false` for none. Default: the file store in the state
+   * folder (`$XDG_STATE_HOME/sprout-agent/sessions`); when it cannot be used (no home folder,
+   * no permission to write) the session runs unsaved, with a warning.
+   */
+  sessionStore?: SessionStore | false | undefined;
+  /**
+   * The id of a session to resume from `sessionStore`: its history, `_Stop` budget, summaries
+   * and "always" answers come back, its id is the session's, and `_SessionStart` fires with the
+   * first prompt, with `source: "resume"` (SPEC section 12.5). Default: a new session.
+   * @throws {AgentError} `session` from {@link createAgent} for an unknown id or a session in use
+   */
+  resume?: string | undefined;
   /** The working folder of stdio servers that set none; default `process.cwd()`. */
   cwd?: string | undefined;
   /**

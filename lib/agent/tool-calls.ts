@@ -92,6 +92,8 @@ export interface RunToolCallsOptions {
    * none. A call refused above, or cancelled, calls no hook.
    */
   hooks?: ToolCallHooks;
+  /** Called with each call's outcome as the call ends, before `tool-end` (the transcript writes it then). */
+  onResult?: (index: number, outcome: ToolOutcome) => void;
 }
 
 /**
@@ -150,6 +152,7 @@ export async function runToolCalls(calls: readonly ToolCall[], options: RunToolC
         }
       }
       results[index] = outcome;
+      options.onResult?.(index, outcome);
       options.emit({
         type: "tool-end",
         id: call.id,

@@ -12,8 +12,10 @@ import { closest } from "./suggest.ts";
 export const USAGE = `sprout-agent ${VERSION}: an LLM agent whose lifecycle MCP servers can steer
 
 Usage:
-  cli.ts run [--mcp-config FILE] [--json] [--allow|--ask|--deny GLOB]… [PROMPT…]
-                                                      run one prompt (PROMPT from stdin when absent or "-")
+  cli.ts run [--mcp-config FILE] [--json] [--allow|--ask|--deny GLOB]… [--continue | --resume ID] [PROMPT…]
+                                                      run one prompt (PROMPT from stdin when absent or "-"),
+                                                      in a new session or in the one named
+  cli.ts sessions [--json]                            list the saved sessions, newest first
   cli.ts hooks [--mcp-config FILE] [--json]           list the servers' hooks and call each enabled one once,
                                                       as a dry run (exit 1 when one breaks the contract)
   cli.ts acp [--mcp-config FILE] [--allow|--ask|--deny GLOB]…
@@ -27,6 +29,8 @@ Options:
   --allow GLOB        run tools matching GLOB (over names such as fs__write_file) without asking
   --ask GLOB          ask before tools matching GLOB run (on a terminal; elsewhere they are denied)
   --deny GLOB         never run tools matching GLOB (deny beats ask beats allow; each flag repeatable)
+  --continue, -c      go on with the newest session of this folder
+  --resume ID         go on with session ID (sprout-agent sessions lists them)
 
 Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 3 a required server could not
 start, 130/143 after SIGINT/SIGTERM, 141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
@@ -46,10 +50,23 @@ export interface RunArgs {
   prompt: string[];
   /** `--allow GLOB`, `--ask GLOB`, `--deny GLOB` (each repeatable): added to the permission policy (SPEC 7.8). */
   permissions: { allow: string[]; ask: string[]; deny: string[] };
+  /** `--continue` (`-c`): the newest session of the current folder (SPEC 12.6). */
+  continue: boolean;
+  /** `--resume ID`: that session. */
+  resume: string | undefined;
 }
 
 /** The flags `run` and `hooks` take, for "did you mean" (`--help` is read by `main.ts`). */
-export const RUN_FLAGS: readonly string[] = ["--json", "--mcp-config", "--allow", "--ask", "--deny", "--help"];
+export const RUN_FLAGS: readonly string[] = [
+  "--json",
+  "--mcp-config",
+  "--allow",
+  "--ask",
+  "--deny",
+  "--continue",
+  "--resume",
+  "--help",
+];
 
 /**
  * Parses `run`'s arguments. Throws `AgentError("usage")` on an unknown flag (naming the
@@ -62,6 +79,8 @@ export function parseRunArgs(args: string[]): RunArgs {
     json: false,
     prompt: [],
     permissions: { allow: [], ask: [], deny: [] },
+    continue: false,
+    resume: undefined,
   };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
@@ -70,7 +89,17 @@ export function parseRunArgs(args: string[]): RunArgs {
       break;
     }
     if (arg === "--json") out.json = true;
-    else if (isServerOrPermissionFlag(arg)) i = takeServerOrPermissionFlag(args, i, out);
+    else if (arg === "--continue" || arg === "-c") out.continue = true;
+    else if (arg === "--resume" || arg.startsWith("--resume=")) {
+      const value = arg.includes("=") ? arg.slice("--resume=".length) : args[++i];
+      if (value === undefined || value.trim() === "") {
+        throw new AgentError(
+          "usage",
+          "Missing value for --resume: give a session id (sprout-agent sessions lists them)",
+        );
+      }
+      out.resume = value.trim();
+    } else if (isServerOrPermissionFlag(arg)) i = takeServerOrPermissionFlag(args, i, out);
     else if (arg.startsWith("--json=")) {
       throw new AgentError("usage", `Unexpected value in ${JSON.stringify(arg)}: --json takes no value (see --help)`);
     } else if (arg.startsWith("--") || (arg.startsWith("-") && arg !== "-")) {
@@ -78,6 +107,9 @@ export function parseRunArgs(args: string[]): RunArgs {
       const hint = near === undefined ? "see --help" : `did you mean ${near}? (see --help)`;
       throw new AgentError("usage", `Unknown flag ${JSON.stringify(arg)}: ${hint}`);
     } else out.prompt.push(arg);
+  }
+  if (out.continue && out.resume !== undefined) {
+    throw new AgentError("usage", "Unexpected --continue with --resume: give one of them");
   }
   return out;
 }

@@ -29,6 +29,10 @@ export async function hooks(args: string[]): Promise<number> {
   if (flag !== undefined) {
     throw new AgentError("usage", `Unexpected flag --${flag}: hooks takes only --mcp-config FILE and --json`);
   }
+  if (parsed.continue || parsed.resume !== undefined) {
+    const which = parsed.continue ? "--continue" : "--resume";
+    throw new AgentError("usage", `Unexpected flag ${which}: hooks takes only --mcp-config FILE and --json`);
+  }
   if (parsed.prompt.length > 0) {
     throw new AgentError(
       "usage",

@@ -13,7 +13,7 @@ import { exit, printed, stderr, stdout } from "./io.ts";
 import { closest } from "./suggest.ts";
 
 /** The commands, and the words that stand for `--help` and `--version`, for "did you mean". */
-const COMMANDS = ["run", "hooks", "acp", "help", "--help", "--version"];
+const COMMANDS = ["run", "sessions", "hooks", "acp", "help", "--help", "--version"];
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -36,10 +36,11 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === "run") return await (await import("./run.ts")).run(rest);
+  if (command === "sessions") return await (await import("./sessions.ts")).sessions(rest);
   if (command === "hooks") return await (await import("./hooks.ts")).hooks(rest);
   if (command === "acp") return await (await import("./acp.ts")).acp(rest);
   const near = closest(command, COMMANDS);
-  const hint = near === undefined ? "use run, hooks or acp" : `did you mean ${near}?`;
+  const hint = near === undefined ? "use run, sessions, hooks or acp" : `did you mean ${near}?`;
   throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: ${hint} (see --help)`);
 }
 
@@ -51,7 +52,9 @@ export function runCli(argv: string[]): void {
   main(argv).then(
     (code) => exit(code),
     (error: unknown) => {
-      const usage = error instanceof AgentError && (error.code === "config" || error.code === "usage");
+      // A session id that is bad, unknown or in use (SPEC 12.6) is the caller's to fix: 2.
+      const usage = error instanceof AgentError &&
+        (error.code === "config" || error.code === "usage" || error.code === "session");
       const text = usage || error instanceof AgentError
         ? (error as Error).message
         : error instanceof Error

@@ -16,6 +16,7 @@ import { readText } from "./files.ts";
 import { exit, isExiting, printed, stderr, stdinIsTerminal, stdout } from "./io.ts";
 import { humanPrinter, serverStderrOption } from "./render.ts";
 import { loadServers } from "./servers.ts";
+import { cliSessionStore, latestSession } from "./sessions.ts";
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -27,6 +28,13 @@ async function readStdin(): Promise<string> {
 export async function run(args: string[]): Promise<number> {
   const parsed = parseRunArgs(args);
   const options = agentOptionsFromEnv(process.env, { readFile: readText });
+  // --continue and --resume (SPEC 12.6): the session to go on with, from the CLI's store.
+  let resume = parsed.resume;
+  if (parsed.continue || resume !== undefined) {
+    const store = cliSessionStore();
+    options.sessionStore = store;
+    resume ??= await latestSession(store, process.cwd());
+  }
   printed.secrets = configSecrets(optionKeys(options));
   const { servers, referenced } = loadServers(parsed.mcpConfig);
   printed.secrets = [...configSecrets(optionKeys(options), servers), ...referenced];
@@ -121,6 +129,7 @@ export async function run(args: string[]): Promise<number> {
       signal: controller.signal,
       permissions,
       ...(requestPermission === undefined ? {} : { requestPermission }),
+      ...(resume === undefined ? {} : { resume }),
     });
   } catch (error) {
     if (signalled !== undefined && isAbortError(error)) return signalled === "SIGINT" ? 130 : 143;

@@ -232,6 +232,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
     default: "0",
     meaning: "Anthropic extended thinking budget, 0 = off, else 1024 to max output tokens - 1",
   },
+  {
+    name: "SPROUT_AGENT_SESSION_DIR",
+    default: "$XDG_STATE_HOME/sprout-agent/sessions",
+    meaning: "where session transcripts go: an absolute folder, or off",
+  },
 ];
 
 /**
@@ -263,6 +268,25 @@ export function serverStderrShown(env: Env, fallback: boolean): boolean {
   const value = raw.trim().toLowerCase();
   if (value === "show" || value === "hide") return value === "show";
   throw new AgentError("config", `Invalid SPROUT_AGENT_SERVER_STDERR: ${JSON.stringify(raw)} must be show or hide`);
+}
+
+/**
+ * `SPROUT_AGENT_SESSION_DIR` (SPEC sections 9 and 12.1): where session transcripts go. `off`
+ * (trimmed, any case) keeps none; an absolute folder keeps them there; unset means the default
+ * folder (`$XDG_STATE_HOME/sprout-agent/sessions`).
+ * @throws {AgentError} `config` naming the variable for a relative path or the empty string
+ * @example sessionDirSetting({ SPROUT_AGENT_SESSION_DIR: "off" }) // "off"
+ */
+export function sessionDirSetting(env: Env): string | "off" | undefined {
+  const raw = env["SPROUT_AGENT_SESSION_DIR"];
+  if (raw === undefined) return undefined;
+  const value = raw.trim();
+  if (value.toLowerCase() === "off") return "off";
+  if (value.startsWith("/") || /^[A-Za-z]:[\\/]/.test(value) || value.startsWith("\\\\")) return value;
+  throw new AgentError(
+    "config",
+    `Invalid SPROUT_AGENT_SESSION_DIR: ${JSON.stringify(raw)} must be an absolute folder or off`,
+  );
 }
 
 export type { Env } from "../util/env.ts";

@@ -223,10 +223,16 @@ export interface HookMeta {
    */
   afterObjection?: boolean;
   /**
-   * The prompt's 1-based number in the session; for `_SessionStart` 0 (none yet), for
-   * `_SessionEnd` the number of prompts the session ran.
+   * The prompt's 1-based number in the session; for `_SessionStart` and `_SessionEnd` the
+   * number of prompts the session has run (0 for a new session's `_SessionStart`).
    */
   prompt?: number;
+  /**
+   * `_SessionStart` only: `"startup"` for a new session, `"resume"` for one brought back from
+   * its transcript (`run --continue`, ACP `session/load`; Claude Code's `source`). The session
+   * id is then the one the session had (SPEC section 12.5).
+   */
+  source?: "startup" | "resume";
   /** The tool points only: the call (SPEC section 7.6). */
   toolCall?: HookToolCall;
   /**

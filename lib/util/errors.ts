@@ -15,6 +15,7 @@ export type AgentErrorCode =
   | "mcp-connect" // a server could not start or be reached
   | "mcp" // a request to a server failed (transport, JSON-RPC error, exit)
   | "timeout" // a deadline passed
+  | "session" // a transcript cannot be claimed or found: unknown or bad id, in use, already there
   | "cancelled"; // the caller cancelled
 
 /**
