@@ -272,6 +272,9 @@ describe("todo-enforcer's _SessionStart restores a session's list (servers/todo-
       sessionId: "resume-me",
       stopMaxRejections: 0,
       fetch,
+      // The hook server's own store is what is tested here: a second process with the same id and
+      // no transcript of its own (a resume from the transcript is C38's, tests/sessions-cli.test.ts).
+      sessionStore: false as const,
     };
     const events: AgentEvent[] = [];
     const first = await createAgent({

@@ -41,6 +41,11 @@ export interface Agent {
   readonly failures: readonly RegistryFailure[];
   /** The conversation so far. */
   readonly history: readonly HistoryItem[];
+  /**
+   * The store the session's transcript goes to (SPEC section 12), or `undefined` when it is not
+   * saved (`sessionStore: false`, or the default store could not be used).
+   */
+  readonly sessionStore: SessionStore | undefined;
   /** True while a prompt runs; a second concurrent `prompt` throws. */
   readonly busy: boolean;
   /**
@@ -164,7 +169,7 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
       throw error; // only a throwing onEvent gets here: hooks never throw
     }
   }
-  return new ReadyAgent(session, registry, failures, onEvent, kept?.transcript);
+  return new ReadyAgent(session, registry, failures, onEvent, kept);
 }
 
 /**
@@ -178,7 +183,10 @@ async function claimTranscript(
   options: AgentOptions,
   id: string,
   servers: readonly { transport: { type: string; headers?: Record<string, string>; env?: Record<string, string> } }[],
-): Promise<{ transcript: Transcript; restored?: { history: HistoryItem[]; counters: SessionCounters } } | undefined> {
+): Promise<
+  | { transcript: Transcript; store: SessionStore; restored?: { history: HistoryItem[]; counters: SessionCounters } }
+  | undefined
+> {
   const resume = options.resume !== undefined;
   let store: SessionStore | undefined;
   let writer: SessionWriter;
@@ -216,7 +224,7 @@ async function claimTranscript(
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
-  return { transcript, ...(restored === undefined ? {} : { restored }) };
+  return { transcript, store, ...(restored === undefined ? {} : { restored }) };
 }
 
 /** The store of `createAgent`'s `sessionStore` option: `false` none, default the file store. */
@@ -235,15 +243,17 @@ class ReadyAgent implements Agent {
   readonly #onEvent: (event: AgentEvent) => void;
   #closing: Promise<void> | undefined;
   readonly #transcript: Transcript | undefined;
+  readonly sessionStore: SessionStore | undefined;
 
   constructor(
     session: AgentSession,
     registry: ToolRegistry,
     failures: RegistryFailure[],
     onEvent: (event: AgentEvent) => void,
-    transcript: Transcript | undefined,
+    kept: { transcript: Transcript; store: SessionStore } | undefined,
   ) {
-    this.#transcript = transcript;
+    this.#transcript = kept?.transcript;
+    this.sessionStore = kept?.store;
     this.#session = session;
     this.#registry = registry;
     this.failures = failures;

@@ -9,7 +9,7 @@ import process from "node:process";
 import type { Config } from "../config/config.ts";
 import { AgentError, isAbortError } from "../util/errors.ts";
 import { type AgentEvent, type HookHalt, NO_REFUSAL_EXPLANATION, type PromptResult } from "../conversation/events.ts";
-import { type HookContext, hookMeta, MAX_HOOK_CONTEXT_TEXT_BYTES } from "../hooks/points.ts";
+import { type HookContext, type HookMeta, hookMeta, MAX_HOOK_CONTEXT_TEXT_BYTES } from "../hooks/points.ts";
 import { HookRunner, type InProcessHooks } from "../hooks/runner.ts";
 import type { PermissionAsk } from "../hooks/permission.ts";
 import { toolCallHooks } from "../hooks/tool-hooks.ts";
@@ -231,7 +231,9 @@ export class AgentSession {
   start(onEvent: (event: AgentEvent) => void = () => {}): Promise<void> {
     if (this.#starting === undefined) {
       this.#collectHalts = true;
-      this.#starting = this.#sessionHook("_SessionStart", onEvent).then((items) => {
+      // Claude Code's SessionStart `source`: a session brought back from its transcript says so.
+      const source = this.#resumed ? "resume" : "startup";
+      this.#starting = this.#sessionHook("_SessionStart", onEvent, { source }).then((items) => {
         this.#pending = items;
       }).finally(() => (this.#collectHalts = false));
     }
@@ -252,10 +254,12 @@ export class AgentSession {
   async #sessionHook(
     hook: "_SessionStart" | "_SessionEnd",
     onEvent: (event: AgentEvent) => void,
+    extra: Pick<HookMeta, "source"> = {},
   ): Promise<HistoryItem[]> {
-    const meta = hookMeta(0, this.stopRejections, this.#config.stopMaxRejections, this.#hookContext(undefined));
-    // Claude Code's SessionStart `source`: a session brought back from its transcript says so.
-    if (hook === "_SessionStart") meta.source = this.#resumed ? "resume" : "startup";
+    const meta = {
+      ...hookMeta(0, this.stopRejections, this.#config.stopMaxRejections, this.#hookContext(undefined)),
+      ...extra,
+    };
     return (await this.#hooks.fire(hook, meta, this.history, { onEvent })).items;
   }
 

@@ -74,8 +74,11 @@ export function sameDestination(): boolean {
 export interface HumanPrinter {
   /** Shows one event: text on stdout, everything else on stderr. */
   event(e: AgentEvent): void;
-  /** Ends the answer (at most one newline on stdout), then the refusal line and the summary on stderr. */
-  result(r: PromptResult): void;
+  /**
+   * Ends the answer (at most one newline on stdout), then the refusal line and the summary on
+   * stderr; the summary ends with ` · session ID` when `session` (the saved session's id) is given.
+   */
+  result(r: PromptResult, session?: string): void;
   /** Ends the answer, then `error: MESSAGE` on stderr (the prompt failed). */
   error(message: string): void;
   /** One line of ours on stderr (a server's stderr line), started on a fresh line. */
@@ -229,7 +232,7 @@ export function humanPrinter(): HumanPrinter {
           break;
       }
     },
-    result(r) {
+    result(r, session) {
       endAnswer();
       if (r.refusal !== undefined) line(err.yellow(`⊘ refused: ${r.refusal}`));
       if (r.halt !== undefined) line(err.yellow(`⊘ halted by ${r.halt.hook} from ${r.halt.server}: ${r.halt.reason}`));
@@ -243,7 +246,8 @@ export function humanPrinter(): HumanPrinter {
         `■ ${r.stopReason} · ${r.rounds} round${r.rounds === 1 ? "" : "s"} · ${r.toolCalls} tool call${
           r.toolCalls === 1 ? "" : "s"
         } · ` +
-          `${r.objections} objection${r.objections === 1 ? "" : "s"}${together} · ${formatDuration(r.durationMs)}`,
+          `${r.objections} objection${r.objections === 1 ? "" : "s"}${together} · ${formatDuration(r.durationMs)}` +
+          (session === undefined ? "" : ` · session ${session}`),
       ));
     },
     error(message) {

@@ -57,12 +57,12 @@ export async function run(args: string[]): Promise<number> {
   const serverStderr = serverStderrOption(json, printer);
   const human = printer === undefined ? undefined : {
     event: (e: AgentEvent) => printer.event(redactEvent(e, secrets)),
-    result: (r: PromptResult) =>
+    result: (r: PromptResult, session: string | undefined) =>
       printer.result({
         ...r,
         ...(r.refusal === undefined ? {} : { refusal: redact(r.refusal, secrets) }),
         ...(r.halt === undefined ? {} : { halt: { ...r.halt, reason: redact(r.halt.reason, secrets) } }),
-      }),
+      }, session),
   };
   const warn = (message: string) => {
     if (json) emitJson({ type: "warning", message });
@@ -166,8 +166,10 @@ export async function run(args: string[]): Promise<number> {
         durationMs: result.durationMs,
         ...(result.refusal === undefined ? {} : { refusal: result.refusal }),
         ...(result.halt === undefined ? {} : { halt: result.halt }),
+        // The saved session's id, for `run --resume ID` (SPEC 12.6).
+        ...(agent.sessionStore === undefined ? {} : { sessionId: agent.sessionId }),
       });
-    } else human!.result(result);
+    } else human!.result(result, agent.sessionStore === undefined ? undefined : agent.sessionId);
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;
     return 0;
   } finally {

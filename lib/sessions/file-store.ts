@@ -290,12 +290,16 @@ function lockAge(fs: StoreFs, path: string): number {
   }
 }
 
-/** Whether process `pid` runs on this machine (a process of another user counts). */
+/**
+ * Whether process `pid` may run on this machine: only "no such process" (ESRCH) says it does
+ * not. A process of another user (EPERM), or a runtime that may not ask (Deno without
+ * `--allow-run`), counts as running, so a live writer's lock is never taken over.
+ */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
   } catch (error) {
-    return (error as { code?: string }).code === "EPERM";
+    return (error as { code?: string }).code !== "ESRCH";
   }
 }
