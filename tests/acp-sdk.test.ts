@@ -124,7 +124,7 @@ describe("acp with the SDK client: a session with stdio and HTTP MCP servers", (
     assert.equal(init.protocolVersion, 1);
     assert.equal(init.agentInfo?.name, "sprout-agent");
     assert.deepEqual(init.agentCapabilities?.mcpCapabilities, { http: true, sse: false });
-    assert.equal(init.agentCapabilities?.loadSession, false);
+    assert.equal(init.agentCapabilities?.loadSession, true);
   });
 
   test("session/new connects a stdio server (name sanitised, run in the session cwd) and an HTTP server", async () => {

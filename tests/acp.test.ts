@@ -75,10 +75,10 @@ describe("acp: protocol errors and session rules", () => {
     const reply = await agent.request("initialize", { protocolVersion: 99, clientCapabilities: {} });
     assert.equal(reply.result.protocolVersion, 1);
     assert.deepEqual(reply.result.agentCapabilities, {
-      loadSession: false,
+      loadSession: true,
       promptCapabilities: { image: false, audio: false, embeddedContext: false },
       mcpCapabilities: { http: true, sse: false },
-      sessionCapabilities: { close: {} },
+      sessionCapabilities: { close: {}, list: {}, resume: {} },
     });
     assert.equal(reply.result.agentInfo.name, "sprout-agent");
     assert.match(reply.result.agentInfo.version, /^\d+\.\d+\.\d+/);

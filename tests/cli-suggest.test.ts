@@ -76,6 +76,16 @@ describe("did you mean (SPEC section 11: an unknown flag or command is a usage e
       json: true,
       prompt: ["fix", "-", "--jsn"],
       permissions: { allow: [], ask: [], deny: [] },
+      continue: false,
+      resume: undefined,
     });
+    assert.deepEqual(
+      [
+        parseRunArgs(["-c", "go"]).continue,
+        parseRunArgs(["--resume=ses_1", "go"]).resume,
+        parseRunArgs(["--resume", "x"]).prompt,
+      ],
+      [true, "ses_1", []],
+    );
   });
 });

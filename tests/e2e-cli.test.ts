@@ -86,7 +86,9 @@ describe("cli.ts run", { concurrency: 4 }, () => {
           "objections",
           "usage",
           "durationMs",
+          "sessionId",
         ]);
+        assert.match(String(result["sessionId"]), /^[0-9a-f-]{36}$/, "the saved session's id (SPEC 12.6)");
         assert.equal(result["stopReason"], "end_turn");
         assert.equal(result["rounds"], 2);
         assert.equal(result["toolCalls"], 1);

@@ -398,7 +398,7 @@ describe("stdout is the answer (cli.ts run without --json, issue 21)", () => {
     assert.match(err, /^✓ fx__echo \{"text":"hi"\} \(\d+ ms\) → hi$/m);
     assert.match(err, /^∴ weighing it$/m);
     assert.match(err, /^⟲ _Stop objection from fx: two todos open$/m);
-    assert.match(err, /^■ end_turn · 3 rounds · 1 tool call · 1 objection · \d+ ms$/m);
+    assert.match(err, /^■ end_turn · 3 rounds · 1 tool call · 1 objection · \d+ ms · session [0-9a-f-]{36}$/m);
     // stderr is lines of its own, none glued to another and no blank line (stdout went elsewhere).
     for (const line of err.trimEnd().split("\n")) {
       assert.match(line, /^(warning: |✓ |∴ |⟲ |■ |\[fx\] )/, `a stderr line of its own: ${JSON.stringify(line)}`);
@@ -419,7 +419,7 @@ describe("stdout is the answer (cli.ts run without --json, issue 21)", () => {
           "\\nHere is \\*\\*the\\*\\* answer:\\n\\n- one\\n- two\\n" +
           "⟲ _Stop objection from fx: two todos open\\n" +
           "\\n Also fixed the todos\\.\\n" +
-          "■ end_turn · 3 rounds · 1 tool call · 1 objection · \\d+ ms\\n$",
+          "■ end_turn · 3 rounds · 1 tool call · 1 objection · \\d+ ms · session [0-9a-f-]{36}\\n$",
       ),
     );
   });

@@ -181,7 +181,7 @@ describe("ACP: session/close and shutdown fire _SessionEnd (SPEC 7.5)", () => {
     });
     try {
       const init = await agent.request("initialize", { protocolVersion: 1 });
-      assert.deepEqual(init.result.agentCapabilities.sessionCapabilities, { close: {} });
+      assert.deepEqual(init.result.agentCapabilities.sessionCapabilities, { close: {}, list: {}, resume: {} });
       const a = await agent.request("session/new", { cwd: dir, mcpServers: [server] });
       const b = await agent.request("session/new", { cwd: dir, mcpServers: [server] });
       const idA = a.result.sessionId as string;

@@ -29,6 +29,12 @@ import { resultUpdates, sessionUpdates } from "./updates.ts";
 import { configSecrets, redact, redactEvent, redactValue } from "../util/redact.ts";
 import { formatSeconds, withTimeout } from "../util/time.ts";
 import { AGENT_NAME, VERSION } from "../util/version.ts";
+import type { SessionInfo, SessionStore } from "../sessions/records.ts";
+import { fileSessionStore } from "../sessions/file-store.ts";
+import { replayUpdates } from "./replay.ts";
+
+/** Sessions per `session/list` page. */
+export const SESSION_LIST_PAGE = 50;
 
 export { RPC_ERRORS } from "./params.ts";
 
@@ -93,6 +99,13 @@ export interface AcpOptions {
   permissions?: { allow?: readonly string[]; ask?: readonly string[]; deny?: readonly string[] };
   /** Values never sent or logged, beside the known ones (the credentials a configuration file references). */
   secrets?: readonly string[];
+  /**
+   * Where sessions are kept (SPEC section 12): `session/load`, `session/list` and
+   * `session/resume` read it, and every session writes its transcript to it. Default: the
+   * store of `SPROUT_AGENT_SESSION_DIR`, else the file store in the state folder; `false` (or
+   * `SPROUT_AGENT_SESSION_DIR=off`) keeps none and advertises `loadSession: false`.
+   */
+  sessionStore?: SessionStore | false;
 }
 
 /**
@@ -184,6 +197,8 @@ class AcpServer {
   readonly #pending = new Map<number, (response: Response) => void>();
   /** `SPROUT_AGENT_SERVER_STDERR=show`: stdio servers' stderr lines go to the log. */
   readonly #showStderr: boolean;
+  /** Where sessions are kept (SPEC 12); undefined: none, and no load, list or resume. */
+  readonly #store: SessionStore | undefined;
 
   constructor(
     options: AcpOptions,
@@ -199,10 +214,23 @@ class AcpServer {
     });
     this.#agentOptions = agentOptions;
     this.#stderr = stderr;
+    this.#store = this.#chooseStore(options.sessionStore ?? agentOptions.sessionStore);
     for (const secret of configSecrets(optionKeys(agentOptions), [...(options.mcpServers ?? [])])) {
       this.#secrets.add(secret);
     }
     for (const secret of options.secrets ?? []) if (secret !== "") this.#secrets.add(secret);
+  }
+
+  /** The sessions' store: the one given, else the default file store (none when it cannot be found). */
+  #chooseStore(option: SessionStore | false | undefined): SessionStore | undefined {
+    if (option === false) return undefined;
+    if (option !== undefined) return option;
+    try {
+      return fileSessionStore();
+    } catch (error) {
+      this.#log(`${(error as Error).message}: sessions are not saved`);
+      return undefined;
+    }
   }
 
   async serve(): Promise<number> {
@@ -362,6 +390,16 @@ class AcpServer {
           afterReply = created.afterReply;
           break;
         }
+        case "session/load":
+        case "session/resume": {
+          const opened = await this.#newSession(p, method);
+          result = {};
+          afterReply = opened.afterReply;
+          break;
+        }
+        case "session/list":
+          result = await this.#listSessions(p);
+          break;
         case "session/prompt":
           result = await this.#prompt(p);
           break;
@@ -398,10 +436,11 @@ class AcpServer {
       // The client's version when we speak it, else ours: the client decides whether to go on.
       protocolVersion: version === ACP_PROTOCOL_VERSION ? version : ACP_PROTOCOL_VERSION,
       agentCapabilities: {
-        loadSession: false,
+        // Sessions come back from their transcripts (SPEC 12.7) when a store keeps them.
+        loadSession: this.#store !== undefined,
         promptCapabilities: { image: false, audio: false, embeddedContext: false },
         mcpCapabilities: { http: true, sse: false },
-        sessionCapabilities: { close: {} },
+        sessionCapabilities: this.#store === undefined ? { close: {} } : { close: {}, list: {}, resume: {} },
       },
       authMethods: [],
       agentInfo: { name: AGENT_NAME, title: "sprout-agent", version: VERSION },
@@ -409,19 +448,38 @@ class AcpServer {
   }
 
   /**
-   * Creates a session. `_SessionStart` runs in `createAgent`, before the client knows the
-   * session id: its events are sent by `afterReply`, right after the response.
+   * Creates a session (`session/new`), or brings a saved one back (`session/load`, which first
+   * replays it, and `session/resume`, which does not; SPEC 12.7). `_SessionStart` of a new
+   * session runs in `createAgent`, before the client knows the session id: its events are
+   * sent by `afterReply`, right after the response. A session brought back calls no hook and
+   * no model until its first prompt.
    */
-  async #newSession(p: Record<string, unknown>): Promise<{ sessionId: string; afterReply: () => void }> {
+  async #newSession(
+    p: Record<string, unknown>,
+    method: "session/new" | "session/load" | "session/resume" = "session/new",
+  ): Promise<{ sessionId: string; afterReply: () => void }> {
     const cwd = p["cwd"];
     if (typeof cwd !== "string" || cwd === "" || !isAbsolute(cwd)) {
-      throw invalid("session/new", `cwd ${JSON.stringify(cwd ?? null)} must be an absolute path`);
+      throw invalid(method, `cwd ${JSON.stringify(cwd ?? null)} must be an absolute path`);
+    }
+    let resume: string | undefined;
+    if (method !== "session/new") {
+      if (this.#store === undefined) {
+        throw new RpcError(
+          RPC_ERRORS.methodNotFound,
+          `Method not found: ${JSON.stringify(method)} (sessions are not saved)`,
+        );
+      }
+      const id = p["sessionId"];
+      if (typeof id !== "string" || id === "") throw invalid(method, "sessionId must be a non-empty string");
+      if (this.#sessions.has(id)) throw invalid(method, `session ${JSON.stringify(id)} is already open`);
+      resume = id;
     }
     const operator = this.#options.mcpServers ?? [];
     const client = acpServers(p["mcpServers"] ?? [], cwd);
     if (operator.length + client.length > MAX_SERVERS) {
       throw invalid(
-        "session/new",
+        method,
         `${client.length} MCP servers given and ${operator.length} configured by the operator, at most ${MAX_SERVERS} in all are allowed`,
       );
     }
@@ -430,7 +488,7 @@ class AcpServer {
       if (taken === undefined) return;
       const source = this.#options.mcpServersSource ?? "the operator's configuration";
       throw invalid(
-        "session/new",
+        method,
         `the client's server mcpServers[${i}] ${
           JSON.stringify(server.displayName ?? server.name)
         } and the operator's server ${
@@ -442,7 +500,7 @@ class AcpServer {
     const servers = [...operator, ...client];
     for (const secret of configSecrets(optionKeys(this.#agentOptions), servers)) this.#secrets.add(secret);
     if (this.#closing) throw new RpcError(RPC_ERRORS.agent, "Cannot create a session: the agent is shutting down");
-    const sessionId = `ses_${randomHex(8)}`;
+    const sessionId = resume ?? `ses_${randomHex(8)}`;
     const early: AgentEvent[] = [];
     let replied = false;
     let agent: Agent;
@@ -455,6 +513,8 @@ class AcpServer {
         cwd,
         env: this.#options.env,
         fetch: this.#options.fetch,
+        sessionStore: this.#store ?? false,
+        ...(resume === undefined ? {} : { resume }),
         // A person is present: asks go to the client (so the auto default asks for destructiveHint tools).
         requestPermission: (request, signal) => this.#askClient(sessionId, request, signal),
         onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
@@ -465,7 +525,8 @@ class AcpServer {
       });
     } catch (error) {
       // A required server that cannot start (SPEC 3.1): createAgent has closed the others.
-      if (error instanceof AgentError && error.code === "mcp-connect") {
+      // A session that is unknown, in use or not readable (SPEC 12.4) says so as it is.
+      if (error instanceof AgentError && (error.code === "mcp-connect" || error.code === "session")) {
         this.#log(`[${sessionId}] ${error.message}`);
         throw new RpcError(RPC_ERRORS.agent, error.message);
       }
@@ -487,6 +548,13 @@ class AcpServer {
       }
       throw new RpcError(RPC_ERRORS.agent, problems.join("; "));
     }
+    // session/load replays the conversation before its response (SPEC 12.7, CASES C37).
+    if (method === "session/load") {
+      const read = await this.#store!.read(sessionId);
+      for (const update of replayUpdates(read?.records ?? [])) {
+        this.#notify(sessionId, redactValue(update, this.#secrets, { patterns: false }));
+      }
+    }
     this.#sessions.set(sessionId, {
       id: sessionId,
       agent,
@@ -501,6 +569,47 @@ class AcpServer {
         replied = true;
         for (const event of early.splice(0)) this.#onEvent(sessionId, event);
       },
+    };
+  }
+
+  /**
+   * `session/list` (SPEC 12.7): the saved sessions, newest first, `cwd` keeping those that ran
+   * there, {@link SESSION_LIST_PAGE} a page; `nextCursor` (opaque: the last one's update time
+   * and id) asks for the next. A session that cannot be resumed is listed with its problem as
+   * the title.
+   */
+  async #listSessions(p: Record<string, unknown>): Promise<Record<string, unknown>> {
+    if (this.#store === undefined) {
+      throw new RpcError(RPC_ERRORS.methodNotFound, 'Method not found: "session/list" (sessions are not saved)');
+    }
+    const cwd = p["cwd"] ?? undefined;
+    if (cwd !== undefined && cwd !== null && (typeof cwd !== "string" || !isAbsolute(cwd))) {
+      throw invalid("session/list", `cwd ${JSON.stringify(cwd)} must be an absolute path`);
+    }
+    const cursor = p["cursor"] ?? undefined;
+    let after: [string, string] | undefined;
+    if (cursor !== undefined && cursor !== null) {
+      try {
+        const value = JSON.parse(atob(String(cursor))) as unknown;
+        if (!Array.isArray(value) || value.length !== 2 || !value.every((v) => typeof v === "string")) throw 0;
+        after = value as [string, string];
+      } catch {
+        throw invalid("session/list", `cursor ${JSON.stringify(cursor)} is not one this agent gave`);
+      }
+    }
+    const listed = await this.#store.list(typeof cwd === "string" ? { cwd } : {});
+    for (const warning of listed.warnings) this.#log(`session/list: ${warning}`);
+    // The store's order: newest update first, then id. A cursor is the last entry sent.
+    const rest = after === undefined
+      ? listed.sessions
+      : listed.sessions.filter((s) => s.updated < after![0] || (s.updated === after![0] && s.id > after![1]));
+    const page = rest.slice(0, SESSION_LIST_PAGE);
+    const last = page.at(-1);
+    return {
+      sessions: page.map(sessionInfo),
+      ...(rest.length > page.length && last !== undefined
+        ? { nextCursor: btoa(JSON.stringify([last.updated, last.id])) }
+        : {}),
     };
   }
 
@@ -640,6 +749,16 @@ class AcpServer {
     for (const update of updates) this.#notify(sessionId, update);
     if (log !== undefined) this.#log(`[${sessionId}] ${log}`);
   }
+}
+
+/** A store's {@link SessionInfo} as ACP's `SessionInfo`. */
+function sessionInfo(s: SessionInfo): Record<string, unknown> {
+  return {
+    sessionId: s.id,
+    cwd: s.cwd,
+    title: s.problem === undefined ? s.title : `(cannot resume: ${s.problem})`,
+    ...(s.updated === "" ? {} : { updatedAt: s.updated }),
+  };
 }
 
 function randomHex(bytes: number): string {
