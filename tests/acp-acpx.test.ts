@@ -8,11 +8,13 @@
  * runtime running this file.
  */
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import process from "node:process";
 import { readLog, tempDir } from "./helpers/acp.ts";
+import { processesMatching } from "./helpers/processes.ts";
+import { startFakeLlm } from "../lib/testing/fake-llm.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
 
 const acpxCli = `${repoRoot}node_modules/acpx/dist/cli.js`;
@@ -112,5 +114,62 @@ describe("acp with acpx: the operator's hook server asks, acpx answers", {
     assert.match(answered(denied.frames, ask2["id"]).outcome.optionId, /^reject_/);
     assert.equal(echoes().length, 1, "the rejected echo did not run");
     assert.ok(JSON.stringify(denied.frames).includes("(the person denied it)"));
+  });
+});
+
+describe("acp with acpx: the agent killed between prompts, acpx resumes the session (SPEC 12.7)", {
+  skip: existsSync(acpxCli) ? false : "acpx is not installed (npm install --no-save acpx@0.19.1; .ci/run does)",
+}, () => {
+  const dir = tempDir();
+  after(() => {
+    for (const pid of agentPids()) process.kill(pid, "SIGKILL");
+    dir.cleanup();
+  });
+  // A file only this test's agents name on their command line: how they are found to be killed.
+  const marker = dir.file("resume-servers.json", JSON.stringify({ mcpServers: {} }));
+  const agent = `${tsCommand(`${repoRoot}cli.ts`).join(" ")} acp --mcp-config ${marker}`;
+  /** The agent processes (not acpx's own queue owner, whose arguments name the agent too). */
+  function agentPids(): number[] {
+    return processesMatching(marker).filter((pid) => {
+      try {
+        return !readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("acpx/dist");
+      } catch {
+        return false;
+      }
+    });
+  }
+
+  test("sessions new, a prompt, SIGKILL, a prompt: the second agent process resumes with the first prompt's history", async () => {
+    const llm = await startFakeLlm({ responses: (_r, i) => ({ text: `answer ${i + 1}` }) });
+    try {
+      const env = {
+        SPROUT_AGENT_PROVIDER: "anthropic",
+        ANTHROPIC_API_KEY: "sk-ant-secret-key-123",
+        ANTHROPIC_MODEL: "claude-test",
+        ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+        SPROUT_AGENT_SESSION_DIR: `${dir.path}/sessions`,
+      };
+      const base = ["--approve-all", "--format", "json", "--cwd", dir.path, "--ttl", "60", "--agent", agent];
+      const created = await acpx([...base, "sessions", "new"], dir.path, env);
+      assert.equal(created.code, 0, created.stderr);
+      const first = await acpx([...base, "prompt", "first question"], dir.path, env);
+      assert.equal(first.code, 0, first.stderr);
+      const sessionId = first.frames.find((f) => f["method"] === "session/prompt")?.["params"].sessionId;
+      assert.match(String(sessionId), /^ses_[0-9a-f]{16}$/);
+      const running = agentPids();
+      assert.equal(running.length, 1, "acpx keeps the agent running between prompts");
+      process.kill(running[0]!, "SIGKILL");
+      const second = await acpx([...base, "prompt", "second question"], dir.path, env);
+      assert.equal(second.code, 0, second.stderr);
+      const reconnect = second.frames.find((f) => f["method"] === "session/resume" || f["method"] === "session/load");
+      assert.equal(reconnect?.["params"].sessionId, sessionId, "acpx reconnects to the same session");
+      assert.ok(!second.frames.some((f) => f["method"] === "session/new"), "no new session");
+      const sent = JSON.stringify(llm.requests.at(-1)!.body["messages"]);
+      assert.match(sent, /first question.*answer 1.*second question/);
+      assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), []);
+      await acpx([...base, "sessions", "close"], dir.path, env);
+    } finally {
+      await llm.close();
+    }
   });
 });

@@ -465,3 +465,108 @@ describe("acp with the SDK client: cli.ts acp --mcp-config, a _PreToolUse that a
     assert.equal(texts(after.updates, "agent_message_chunk"), "after the cancel");
   });
 });
+
+describe("acp with the SDK client: a session the agent saved comes back (SPEC 12.7)", () => {
+  const dir = tempDir();
+  after(() => dir.cleanup());
+  const sessions = `${dir.path}/sessions`;
+  const log = `${dir.path}/fixture.log`;
+  // Each agent process replays the script from its start: the first answers the first prompt,
+  // the second (after the load) answers from its first turn again.
+  const script = dir.file(
+    "script.json",
+    JSON.stringify([
+      { text: "Checking.", toolCalls: [{ name: "fx__echo", arguments: { text: "saved" } }] },
+      { text: "Checked." },
+      { text: "Checked, really." },
+    ]),
+  );
+  const env = {
+    SPROUT_AGENT_PROVIDER: "scripted",
+    SPROUT_AGENT_SCRIPT: script,
+    SPROUT_AGENT_SESSION_DIR: sessions,
+    MCP_HOOK_SERVERS: "fx",
+  };
+  const servers = () => [stdioFixture("fx", { ACP_FIXTURE_LOG: log, STOP_OBJECTIONS: "1" }) as acp.McpServer];
+
+  test("load replays before its response, list finds it, resume goes on; the SDK accepts every message", async () => {
+    const first = await startAgent(env);
+    let id: string;
+    try {
+      const session = await first.agent.buildSession({ cwd: dir.path, mcpServers: servers() }).start();
+      id = session.sessionId;
+      const done = session.prompt("Check the thing.");
+      const { stopReason } = await collect(session);
+      assert.equal(stopReason, "end_turn");
+      await done;
+    } finally {
+      assert.equal(await first.stop(), 0, first.stderr());
+    }
+
+    const replayed: Update[] = [];
+    let responded = false;
+    let lateUpdates = 0;
+    const second = await startAgent(env, {
+      setup: (app) =>
+        app.onNotification(acp.methods.client.session.update, async ({ params }) => {
+          if (responded) lateUpdates++;
+          else replayed.push(params.update);
+        }),
+    });
+    try {
+      const init = await second.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+      });
+      assert.equal(init.agentCapabilities?.loadSession, true);
+      assert.deepEqual(init.agentCapabilities?.sessionCapabilities, { close: {}, list: {}, resume: {} });
+      const listed = await second.agent.request(acp.methods.agent.session.list, { cwd: dir.path });
+      assert.deepEqual(listed.sessions.map((s) => [s.sessionId, s.title]), [[id!, "Check the thing."]]);
+      assert.match(listed.sessions[0]!.updatedAt ?? "", /^\d{4}-\d\d-\d\dT/);
+      const loaded = await second.agent.request(acp.methods.agent.session.load, {
+        sessionId: id!,
+        cwd: dir.path,
+        mcpServers: servers(),
+      });
+      responded = true;
+      assert.deepEqual(loaded, {});
+      assert.deepEqual(replayed.map((u) => u.sessionUpdate), [
+        "user_message_chunk",
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+        "agent_message_chunk",
+      ]);
+      assert.deepEqual(
+        replayed.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) =>
+          (u as { content: { text: string } }).content.text
+        ),
+        ["Checking.", "Checked.", "Checked, really."],
+      );
+      const update = replayed[3] as { status?: string; content?: unknown };
+      assert.equal(update.status, "completed");
+      assert.deepEqual(update.content, [{ type: "content", content: { type: "text", text: "fixture echo: saved" } }]);
+      assert.ok(!JSON.stringify(replayed).includes("finish the checklist"), "the _Stop objection is not replayed");
+      assert.equal(lateUpdates, 0);
+      // A loaded session is open: its next prompt runs in it (the script starts over here).
+      const closed = await second.agent.request(acp.methods.agent.session.close, { sessionId: id! });
+      assert.deepEqual(closed, {});
+      const resumed = await second.agent.request(acp.methods.agent.session.resume, {
+        sessionId: id!,
+        cwd: dir.path,
+        mcpServers: servers(),
+      });
+      assert.deepEqual(resumed, {});
+      assert.equal(lateUpdates, 0, "resume replays nothing");
+      const next = await second.agent.request(acp.methods.agent.session.prompt, {
+        sessionId: id!,
+        prompt: [{ type: "text", text: "Once more." }],
+      });
+      assert.equal(next.stopReason, "end_turn");
+      assert.ok(lateUpdates > 0, "the resumed session's prompt streams its updates");
+    } finally {
+      assert.equal(await second.stop(), 0, second.stderr());
+    }
+  });
+});

@@ -176,7 +176,7 @@ describe("fileSessionStore (SPEC 12.1)", () => {
       cwd: "/work/p",
     });
     await assert.rejects(
-      store.claim("one", { existing: false }),
+      store.claim("one", { existing: true }),
       (e: unknown) =>
         e instanceof AgentError && e.code === "session" && /Session "one" is in use by process \d+/.test(e.message),
     );

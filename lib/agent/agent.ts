@@ -145,6 +145,9 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
   ) {
     options.onWarning?.(warning);
   }
+  // A new session exists from here on (its servers are up): it can be listed and resumed
+  // before its first prompt, as an editor that creates a session and reconnects does.
+  if (kept !== undefined && kept.restored === undefined) await kept.transcript.begin();
   const session = new AgentSession({
     config,
     model,

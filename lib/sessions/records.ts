@@ -34,7 +34,8 @@ export interface SessionCounters {
 /**
  * One line of a transcript (SPEC section 12.2). Every record has `type` first and `at`, an ISO
  * 8601 time. A reader skips types it does not know.
- * - `session`: the first record: id, `cwd`, creation time, title (the first prompt, cut).
+ * - `session`: the first record: id, `cwd`, creation time, title (the first prompt, cut; `""`
+ *   when the session was created before its first prompt).
  * - `items`: history items appended, in order.
  * - `result`: one tool result, written as its call ends (parallel calls end in any order).
  * - `context`: the history was replaced (a compaction, or a refused prompt forgotten).
@@ -72,7 +73,7 @@ export interface SessionInfo {
   id: string;
   /** The working folder it ran in, absolute; `""` when the transcript does not say. */
   cwd: string;
-  /** The first prompt, cut to {@link MAX_TITLE_CHARS} characters; `""` when unknown. */
+  /** The first prompt, cut to {@link MAX_TITLE_CHARS} characters; `""` before the first prompt. */
   title: string;
   /** When it was created, ISO 8601; `""` when unknown. */
   created: string;
@@ -291,11 +292,12 @@ export function describeSession(
     updated: file.updated,
     bytes: file.bytes,
   };
-  if (header === undefined) {
+  // A session created before its first prompt has an empty title: the first prompt is the title.
+  if (info.title === "") {
     const first = read.records.flatMap((r) => (r.type === "items" ? r.items : [])).find((i) => i.role === "user");
     if (first?.role === "user") info.title = titleOf(first.text);
-    if (read.records.length === 0) info.problem = read.warnings[0] ?? "the transcript is empty";
   }
+  if (header === undefined && read.records.length === 0) info.problem = read.warnings[0] ?? "the transcript is empty";
   return info;
 }
 

@@ -67,22 +67,36 @@ export class Transcript {
    * Writes what changed in `history` and `counters` since the last checkpoint; resolves once
    * it is written (or the store has failed, which is reported once).
    */
+  /**
+   * Writes the `session` record of a new session, so that it exists, can be listed and can
+   * be resumed before its first prompt (an editor creates a session, then reconnects to it).
+   * Its title is empty until then: a list takes the first prompt's text instead.
+   */
+  begin(): Promise<void> {
+    if (this.#headed) return this.#queue;
+    this.#headed = true;
+    return this.#write([this.#header("")]);
+  }
+
+  #header(title: string): SessionRecord {
+    return {
+      type: "session",
+      at: this.#at(),
+      version: SESSION_FORMAT_VERSION,
+      id: this.#options.id,
+      cwd: this.#options.cwd,
+      title,
+      agent: `sprout-agent/${VERSION}`,
+    };
+  }
+
   checkpoint(history: readonly HistoryItem[], counters: SessionCounters): Promise<void> {
     const records: SessionRecord[] = [];
     const at = this.#at();
     if (!this.#headed) {
       const first = history.find((i) => i.role === "user");
-      if (first === undefined) return this.#queue; // nothing to keep before the first prompt
       this.#headed = true;
-      records.push({
-        type: "session",
-        at,
-        version: SESSION_FORMAT_VERSION,
-        id: this.#options.id,
-        cwd: this.#options.cwd,
-        title: titleOf(first.role === "user" ? first.text : ""),
-        agent: `sprout-agent/${VERSION}`,
-      });
+      records.push(this.#header(first?.role === "user" ? titleOf(first.text) : ""));
     }
     const written = this.#written;
     const appended = history.length >= written.length && written.every((item, i) => history[i] === item);
