@@ -387,6 +387,42 @@ describe("createAgent resume (SPEC 12.4, 12.5)", () => {
     assert.equal(result.objections, 1, "one objection was left of the budget of 2");
   });
 
+  test("an always answer holds after a resume: the tool runs without asking again", async () => {
+    const store = memorySessionStore();
+    const read = { toolCalls: [{ id: "toolu_r", name: "fs__read", arguments: { path: "a" } }] };
+    const asked: string[] = [];
+    const first = await createAgent({
+      model: recordingModel([read, { text: "read it" }]),
+      sessionStore: store,
+      inProcessServers: { fs: toolServer() },
+      permissions: { ask: ["fs__read"] },
+      requestPermission: (request) => {
+        asked.push(request.call.name);
+        return Promise.resolve("allow_always");
+      },
+    });
+    await drain(first.prompt("read a"));
+    await first.close();
+    assert.deepEqual(asked, ["fs__read"]);
+    const model = recordingModel([read, { text: "read it again" }]);
+    const second = await createAgent({
+      model,
+      sessionStore: store,
+      resume: first.sessionId,
+      inProcessServers: { fs: toolServer() },
+      permissions: { ask: ["fs__read"] },
+      requestPermission: (request) => {
+        asked.push(request.call.name);
+        return Promise.resolve("reject_once");
+      },
+    });
+    await drain(second.prompt("read a again"));
+    await second.close();
+    assert.deepEqual(asked, ["fs__read"], "not asked again");
+    const last = model.seen[1]!.at(-1) as Extract<HistoryItem, { role: "tool" }>;
+    assert.deepEqual(last.content, [{ type: "text", text: "contents of a" }]);
+  });
+
   test("credentials the agent holds are never written: a header value from its configuration is redacted", async () => {
     const store = memorySessionStore();
     const token = "tok-5f3e9a8b7c6d";
