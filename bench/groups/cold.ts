@@ -8,7 +8,9 @@
  * @module
  */
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startFakeLlm } from "../../lib/testing/fake-llm.ts";
 import {
   childEnv,
@@ -57,32 +59,42 @@ export const coldGroup: Group = {
         return { text: "hi" };
       },
     });
+    // Sessions are saved, as by default (SPEC 12), into a state folder of the bench's own; the
+    // "sessions off" rows measure what saving costs a start.
+    const state = mkdtempSync(join(tmpdir(), "sprout-bench-state-"));
     const env = childEnv({
       SPROUT_AGENT_PROVIDER: "anthropic",
       ANTHROPIC_API_KEY: "sk-ant-bench",
       ANTHROPIC_MODEL: "claude-bench",
       ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+      XDG_STATE_HOME: state,
     });
+    const off = { ...env, SPROUT_AGENT_SESSION_DIR: "off" };
     const fetchScript = `${root}bench/fixtures/fetch-llm.mjs`;
-    const cases: [string, string[], string[]][] = [];
+    const cases: [string, string[], string[], Record<string, string>][] = [];
     for (const which of runtimes) {
       // Node runs the tests' esbuild bundle of cli.ts (tests/helpers/runtime.ts nodeBundle), not tsx.
       const cli = which === "node" ? "node esbuild-bundle cli.ts" : `${which} cli.ts`;
-      cases.push([cli, tsCommand(`${root}cli.ts`, which), jsCommand(fetchScript, which)]);
-      if (which !== "node") continue;
+      cases.push([cli, tsCommand(`${root}cli.ts`, which), jsCommand(fetchScript, which), env]);
+      if (which !== "node") {
+        cases.push([`${cli}, sessions off`, tsCommand(`${root}cli.ts`, which), jsCommand(fetchScript, which), off]);
+        continue;
+      }
       if (!quick) {
         log("cold: npm run build (dist/)");
         await runChild([runtimeBinary("node"), `${root}scripts/build.mjs`], { timeoutMs: 300_000 });
       }
       if (existsSync(`${root}dist/cli.js`)) {
-        cases.push(["node dist/cli.js", [runtimeBinary("node"), `${root}dist/cli.js`], jsCommand(fetchScript, which)]);
+        const dist = [runtimeBinary("node"), `${root}dist/cli.js`];
+        cases.push(["node dist/cli.js", dist, jsCommand(fetchScript, which), env]);
+        cases.push(["node dist/cli.js, sessions off", dist, jsCommand(fetchScript, which), off]);
       }
     }
     const rows: Row[] = [];
     try {
-      for (const [label, agent, bare] of cases) {
+      for (const [label, agent, bare, caseEnv] of cases) {
         log(`cold: ${label}`);
-        const agentRun = () => firstRequest([...agent, "run", "hi"], env, arrival);
+        const agentRun = () => firstRequest([...agent, "run", "hi"], caseEnv, arrival);
         const bareRun = () => firstRequest([...bare, llm.anthropicBaseUrl], env, arrival);
         await agentRun(); // warm-up: page cache, Deno's compile cache, the esbuild bundle
         await bareRun();
@@ -97,6 +109,7 @@ export const coldGroup: Group = {
       }
     } finally {
       await llm.close();
+      rmSync(state, { recursive: true, force: true });
     }
     return rows;
   },
