@@ -131,6 +131,80 @@ describe("acp session/load, session/list and session/resume (SPEC 12.7)", () => 
     }
   });
 
+  test("SIGKILL mid-turn, while a tool call runs: load shows the finished call completed and the running one failed as interrupted", async () => {
+    const sessions = join(dir.path, "kill-sessions");
+    const log = join(dir.path, "kill-fixture.log");
+    const llm = await startFakeLlm({
+      responses: (_r, i) =>
+        i === 0
+          ? {
+            text: "Working on it.",
+            toolCalls: [{ name: "fx__echo", arguments: { text: "first" } }, {
+              name: "fx__slow",
+              arguments: { ms: 60_000 },
+            }],
+          }
+          : { text: "Picked up where I was." },
+    });
+    try {
+      const env = {
+        SPROUT_AGENT_PROVIDER: "anthropic",
+        ANTHROPIC_API_KEY: "sk-ant-secret-key-123",
+        ANTHROPIC_MODEL: "claude-test",
+        ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
+        SPROUT_AGENT_SESSION_DIR: sessions,
+      };
+      const servers = [fixture("fx", { FIXTURE_LOG: log })];
+      const first = spawnAgent(env);
+      await first.request("initialize", { protocolVersion: 1 });
+      const id = (await first.request("session/new", { cwd: dir.path, mcpServers: servers })).result
+        .sessionId as string;
+      first.send({
+        jsonrpc: "2.0",
+        id: 77,
+        method: "session/prompt",
+        params: { sessionId: id, prompt: [{ type: "text", text: "start the work" }] },
+      });
+      // The echo has ended (its completed update is out) and the slow call runs: kill now.
+      await first.waitFor((m) =>
+        m.params?.update?.sessionUpdate === "tool_call_update" && m.params.update.status === "completed"
+      );
+      await first.waitFor(() => readLog(log).some((l) => l.includes('"slow"')));
+      first.child.kill("SIGKILL");
+      await first.exited;
+
+      const second = spawnAgent(env);
+      try {
+        await second.request("initialize", { protocolVersion: 1 });
+        const from = second.messages.length;
+        const loaded = await second.request("session/load", { sessionId: id, cwd: dir.path, mcpServers: servers });
+        assert.deepEqual(loaded.result, {}, JSON.stringify(loaded));
+        const replay = updatesOf(second.messages.slice(from, second.messages.indexOf(loaded)), id);
+        assert.deepEqual(replay.map((u) => [u["sessionUpdate"], u["title"] ?? u["status"] ?? ""]), [
+          ["user_message_chunk", ""],
+          ["agent_message_chunk", ""],
+          ["tool_call", "fx__echo"],
+          ["tool_call_update", "completed"],
+          ["tool_call", "fx__slow"],
+          ["tool_call_update", "failed"],
+        ]);
+        assert.match(JSON.stringify(replay[5]), /interrupted: the agent stopped before this tool call returned/);
+        const next = await second.request("session/prompt", {
+          sessionId: id,
+          prompt: [{ type: "text", text: "go on" }],
+        });
+        assert.equal(next.result?.stopReason, "end_turn", JSON.stringify(next));
+        assert.equal(llm.requests.length, 2);
+        assert.match(JSON.stringify(messagesOf(llm.requests[1]!.body)), /first.*interrupted.*go on/);
+        assert.deepEqual(llm.requests.filter((r) => r.rejected).map((r) => r.rejected), []);
+      } finally {
+        assert.equal(await second.close(), 0, second.stderr());
+      }
+    } finally {
+      await llm.close();
+    }
+  });
+
   test("list pages newest first by cursor and filters by cwd; resume replays nothing; a held session is refused", async () => {
     const sessions = join(dir.path, "list-sessions");
     mkdirSync(sessions, { recursive: true });
