@@ -28,6 +28,8 @@ import {
   type SessionRecord,
 } from "../lib/sessions/records.ts";
 import { historyProblems } from "./helpers/history.ts";
+import { messagesOf } from "./helpers/session.ts";
+import { startFakeLlm } from "../lib/testing/fake-llm.ts";
 import { recordingModel } from "./helpers/recording-model.ts";
 
 const dirs: string[] = [];
@@ -385,6 +387,46 @@ describe("createAgent resume (SPEC 12.4, 12.5)", () => {
     await second.close();
     assert.deepEqual(sources, [["startup", 0], ["resume", 1]]);
     assert.equal(result.objections, 1, "one objection was left of the budget of 2");
+  });
+
+  test("Anthropic thinking and unknown blocks come back byte-identical, signatures included, and the API accepts them", async () => {
+    const llm = await startFakeLlm({
+      responses: [
+        {
+          thinking: "Read the file first.",
+          blocks: [{ type: "future_block_type", payload: { nested: [1, "two", null] } }],
+          text: "Reading.",
+          toolCalls: [{ id: "toolu_01A", name: "fs__read", arguments: { path: "a" } }],
+        },
+        { text: "It says contents of a." },
+        { text: "Still the same." },
+      ],
+    });
+    try {
+      const store = fileSessionStore({ dir: tempDir() });
+      const model = {
+        provider: "anthropic" as const,
+        apiKey: "sk-ant-k",
+        model: "claude-test",
+        baseUrl: llm.anthropicBaseUrl,
+        thinkingBudgetTokens: 1024,
+      };
+      const common = { model, sessionStore: store, inProcessServers: { fs: toolServer() }, maxOutputTokens: 4096 };
+      const first = await createAgent(common);
+      await drain(first.prompt("read a"));
+      await first.close();
+      const second = await createAgent({ ...common, resume: first.sessionId });
+      await drain(second.prompt("and now?"));
+      await second.close();
+      assert.equal(llm.requests.length, 3);
+      assert.deepEqual(llm.requests.map((r) => r.rejected), [undefined, undefined, undefined]);
+      const assistant = (i: number) =>
+        JSON.stringify(messagesOf(llm.requests[i]!.body).filter((m) => m["role"] === "assistant")[0]);
+      assert.match(assistant(1), /"signature":/);
+      assert.equal(assistant(2), assistant(1), "the resumed request resends the blocks exactly");
+    } finally {
+      await llm.close();
+    }
   });
 
   test("an always answer holds after a resume: the tool runs without asking again", async () => {
