@@ -77,6 +77,7 @@ describe("mod.ts", () => {
       "PermissionDefault",
       "PermissionOutcome",
       "PermissionRequest",
+      "PromptLimit",
       "PromptResult",
       "PromptRun",
       "ProviderStop",

@@ -157,6 +157,7 @@ export async function run(args: string[]): Promise<number> {
         durationMs: result.durationMs,
         ...(result.refusal === undefined ? {} : { refusal: result.refusal }),
         ...(result.halt === undefined ? {} : { halt: result.halt }),
+        ...(result.limit === undefined ? {} : { limit: result.limit }),
       });
     } else human!.result(result);
     if (signalled !== undefined) return signalled === "SIGINT" ? 130 : 143;

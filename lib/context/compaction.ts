@@ -49,6 +49,18 @@ export function tokenThreshold(ctx: number, out: number): number {
 }
 
 /**
+ * The largest estimate a request may have to be sent: the window less the output tokens, so
+ * that the input and the answer it asks for fit the window (SPEC section 8.6). A request over
+ * the threshold but not over this is still sent; one over this never is.
+ * @param ctx the context window in tokens (`SPROUT_AGENT_MAX_CONTEXT_TOKENS`)
+ * @param out the output limit in tokens (`SPROUT_AGENT_MAX_OUTPUT_TOKENS`)
+ * @example windowLimit(128000, 32768) // 95232
+ */
+export function windowLimit(ctx: number, out: number): number {
+  return Math.max(0, Math.floor(ctx) - Math.max(0, Math.floor(out)));
+}
+
+/**
  * Size of a history in bytes: the UTF-8 length of `JSON.stringify(history)` (SPEC section 8.1;
  * 1 byte counts as 1 token). The tools and the system prompt are not included: see
  * {@link requestOverheadBytes}. Kept incrementally per history array (`lib/conversation/history-index.ts`):
