@@ -28,7 +28,14 @@ export { createAgent } from "./lib/agent/agent.ts";
 export type { Agent } from "./lib/agent/agent.ts";
 export type { AgentLimits, AgentOptions, ModelOptions } from "./lib/agent/options.ts";
 export { agentOptionsFromEnv } from "./lib/agent/from-env.ts";
-export type { AgentEvent, HookDecision, HookHalt, HookOutcome, PromptResult } from "./lib/conversation/events.ts";
+export type {
+  AgentEvent,
+  HookDecision,
+  HookHalt,
+  HookOutcome,
+  PromptLimit,
+  PromptResult,
+} from "./lib/conversation/events.ts";
 export type { PromptRun } from "./lib/agent/loop.ts";
 export type { EventStream } from "./lib/util/stream.ts";
 export type { RegistryFailure } from "./lib/mcp/registry.ts";

@@ -90,12 +90,15 @@ describe("compaction end to end", () => {
     });
     try {
       await runPrompt(t.session, "First prompt.");
-      const { events } = await runPrompt(t.session, "Second prompt.");
+      const { events, result } = await runPrompt(t.session, "Second prompt.");
       const c = events.find((e) => e.type === "compaction");
       assert.ok(c?.type === "compaction" && c.mode === "truncation", events.map((e) => e.type).join(","));
       assert.ok(events.some((e) => e.type === "warning" && /summary failed/i.test(e.message)));
       assert.equal(t.calls().filter((x) => x.tool === "_PostCompact").length, 0);
-      const last = JSON.stringify(t.llm.requests.at(-1)!.body);
+      // The second big result is the current turn alone, over the window: it is never sent (SPEC 8.6).
+      assert.equal(result.stopReason, "max_tokens");
+      assert.equal(result.limit?.kind, "context-window");
+      const last = JSON.stringify(t.llm.requests.filter((r) => !isSummary(r)).at(-1)!.body);
       assert.doesNotMatch(last, /First prompt\./, "the oldest turn was dropped");
       assert.match(last, /Second prompt\./, "the newest prompt is kept");
     } finally {

@@ -374,7 +374,10 @@ describe("cli.ts run", { concurrency: 4 }, () => {
           SPROUT_AGENT_MAX_OUTPUT_TOKENS: "1000",
         });
         assert.equal(run.code, 0, run.stderr);
-        assert.match(run.stderr, /^⟲ context compacted: \d+k → \d+k tokens; _PostCompact: fx$/m);
+        assert.match(
+          run.stderr,
+          /^⟲ context compacted: \d+k → \d+k tokens; handoff 1; repeated calls: \d+; _PostCompact: fx$/m,
+        );
         assert.doesNotMatch(run.stderr, /_PostCompact objection/);
         assert.equal(run.stdout, "finished\n", "stdout holds the answer only");
       },

@@ -86,6 +86,7 @@ describe("mod.ts", () => {
       "PermissionDefault",
       "PermissionOutcome",
       "PermissionRequest",
+      "PromptLimit",
       "PromptResult",
       "PromptRun",
       "ProviderStop",

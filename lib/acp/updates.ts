@@ -92,7 +92,8 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
           sessionUpdate: "agent_thought_chunk",
           content: {
             type: "text",
-            text: `Context compacted (${event.mode}): about ${event.beforeTokens} → ${event.afterTokens} tokens\n`,
+            text: `Context compacted (${event.mode}): about ${event.beforeTokens} → ${event.afterTokens} tokens ` +
+              `(handoffs: ${event.handoffs}, repeated calls: ${event.repeatedCalls})\n`,
           },
         }],
       };
@@ -120,6 +121,10 @@ export function resultUpdates(result: PromptResult): SessionUpdate[] {
       sessionUpdate: "agent_message_chunk",
       content: { type: "text", text: `\n\nHalted by the ${hook} hook of ${JSON.stringify(server)}: ${reason}\n` },
     }];
+  }
+  // A session bound (SPEC 8.6): the stop reason is ACP's; the person is told which and why.
+  if (result.limit !== undefined) {
+    return [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `\n\n${result.limit.reason}\n` } }];
   }
   if (result.stopReason !== "refusal" || result.refusal === undefined) return [];
   return [{

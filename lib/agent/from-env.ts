@@ -68,6 +68,7 @@ export function agentOptionsFromEnv(
     maxParallelTools: config.maxParallelTools,
     maxToolResultBytes: config.maxToolResultBytes,
     maxHandoffs: config.maxHandoffs,
+    maxRepeatedCalls: config.maxRepeatedCalls,
     hookTimeoutMs: config.hookTimeoutMs,
     stopMaxRejections: config.stopMaxRejections,
     stopDeclinedTwice: config.stopDeclinedTwice,

@@ -8,7 +8,13 @@
 import process from "node:process";
 import type { Config } from "../config/config.ts";
 import { AgentError, isAbortError } from "../util/errors.ts";
-import { type AgentEvent, type HookHalt, NO_REFUSAL_EXPLANATION, type PromptResult } from "../conversation/events.ts";
+import {
+  type AgentEvent,
+  type HookHalt,
+  NO_REFUSAL_EXPLANATION,
+  type PromptLimit,
+  type PromptResult,
+} from "../conversation/events.ts";
 import { type HookContext, type HookMeta, hookMeta, MAX_HOOK_CONTEXT_TEXT_BYTES } from "../hooks/points.ts";
 import { HookRunner, type InProcessHooks } from "../hooks/runner.ts";
 import type { PermissionAsk } from "../hooks/permission.ts";
@@ -18,10 +24,20 @@ import { clampUtf8 } from "../util/utf8.ts";
 import type { ToolRegistry } from "../mcp/types.ts";
 import { type EventStream, eventStream } from "../util/stream.ts";
 import { prepareToolCalls, runToolCalls } from "./tool-calls.ts";
-import type { HistoryItem, LlmResponse, Model, StopReason, ToolCall, ToolDef, Usage } from "../conversation/types.ts";
+import type {
+  HistoryItem,
+  LlmResponse,
+  Model,
+  ResultBlock,
+  StopReason,
+  ToolCall,
+  ToolDef,
+  Usage,
+} from "../conversation/types.ts";
 import { Compactor } from "../context/compactor.ts";
 import type { SessionCounters } from "../sessions/records.ts";
 import type { Transcript } from "../sessions/transcript.ts";
+import { RepeatedCalls } from "./repeated-calls.ts";
 
 /** At most this many tool calls of one response are kept (SPEC section 6.6). */
 export const MAX_TOOL_CALLS_PER_RESPONSE = 64;
@@ -98,6 +114,8 @@ interface PromptState {
   pauses: number;
   /** The first hook answer that halted the prompt (`continue: false`, SPEC 7.7). */
   halt?: HookHalt;
+  /** The session bound that ends the prompt (SPEC 8.6). */
+  limit?: PromptLimit;
 }
 
 /**
@@ -130,6 +148,8 @@ export class AgentSession {
   readonly #now: () => number;
   readonly #hooks: HookRunner;
   readonly #compactor: Compactor;
+  /** Identical tool calls in a row, per session: they survive compaction (SPEC 8.6). */
+  readonly #repeats = new RepeatedCalls();
   readonly #cwd: string;
   /** `_SessionStart` in flight or done (it fires once). */
   #starting: Promise<void> | undefined;
@@ -358,6 +378,7 @@ export class AgentSession {
     const tools = await this.#compact(prompt);
     if (tools === "cancelled") return this.#finish(prompt, "cancelled");
     if (prompt.halt !== undefined) return this.#finish(prompt, "end_turn");
+    if (prompt.limit !== undefined) return this.#finish(prompt, "max_tokens");
     this.#emit({ type: "round-start", round: prompt.rounds + 1 });
     const called = await this.#callModel(prompt, tools);
     if (called === "cancelled") return this.#finish(prompt, "cancelled");
@@ -368,7 +389,8 @@ export class AgentSession {
       return this.#endTurn(prompt, response, streamedText);
     }
     await this.#runTools(prompt, response);
-    return prompt.signal.aborted ? this.#finish(prompt, "cancelled") : undefined;
+    if (prompt.signal.aborted) return this.#finish(prompt, "cancelled");
+    return prompt.limit === undefined ? undefined : this.#finish(prompt, "max_turn_requests");
   }
 
   /** The prompt's result with `stopReason` and the counts so far. */
@@ -383,6 +405,7 @@ export class AgentSession {
       durationMs: this.#now() - prompt.started,
     };
     if (halt !== undefined && stopReason === "end_turn") result.halt = halt;
+    else if (prompt.limit !== undefined && stopReason !== "cancelled") result.limit = prompt.limit;
     return result;
   }
 
@@ -401,9 +424,14 @@ export class AgentSession {
       originalTask: this.originalTask,
       usage: prompt.usage,
       tools,
+      repeatedCalls: this.#repeats.max,
     });
     if (compaction === "cancelled") return "cancelled";
-    return compaction === "none" ? tools : await this.#registry.listTools();
+    const sent = compaction === "none" ? tools : await this.#registry.listTools();
+    // The window guard (SPEC 8.6): a request over the window is never sent.
+    const limit = prompt.limit ?? this.#compactor.overWindow(this.history, sent);
+    if (limit !== undefined) prompt.limit = limit;
+    return sent;
   }
 
   /** Sends the round's request, streaming its text; counts the round and its usage. */
@@ -562,8 +590,29 @@ export class AgentSession {
       this.history.push(
         items[i] ?? { role: "tool", toolCallId: call.id, content: outcome.content, isError: outcome.isError },
       );
+      this.#countRepeat(prompt, call, outcome);
     });
     await this.#transcript?.flush();
+  }
+
+  /**
+   * The bound on identical calls in a row (SPEC 8.6): the call that reaches
+   * `SPROUT_AGENT_MAX_REPEATED_CALLS` has run and has its result; the prompt ends after the round.
+   */
+  #countRepeat(prompt: PromptState, call: ToolCall, outcome: { content: ResultBlock[]; isError: boolean }): void {
+    const max = this.#config.maxRepeatedCalls;
+    const count = this.#repeats.record(call.name, call.arguments, outcome.content, outcome.isError);
+    if (max === 0 || count < max || prompt.limit !== undefined) return;
+    this.#repeats.clear(); // the next prompt starts counting afresh
+    prompt.limit = {
+      kind: "repeated-call",
+      variable: "SPROUT_AGENT_MAX_REPEATED_CALLS",
+      tool: call.name,
+      count,
+      reason: `Stopped a loop: ${call.name} ran ${count} times in a row with the same arguments and the same ` +
+        `result (SPROUT_AGENT_MAX_REPEATED_CALLS=${max}). Prompt again with another approach, or raise the ` +
+        "bound (0 = no bound)",
+    };
   }
 
   /**

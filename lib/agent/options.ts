@@ -80,6 +80,12 @@ export interface AgentLimits {
   maxToolResultBytes?: number;
   /** Summary compactions per session, then old turns are dropped; default 5 (`SPROUT_AGENT_MAX_HANDOFFS`). */
   maxHandoffs?: number;
+  /**
+   * Times one identical tool call (same qualified name, same arguments, same result) may run in a
+   * row in the session before the prompt ends with `max_turn_requests`; default 10, 0 = no
+   * bound (`SPROUT_AGENT_MAX_REPEATED_CALLS`).
+   */
+  maxRepeatedCalls?: number;
   /** Bound of each hook call on each server, in ms; default 2500 (`SPROUT_AGENT_HOOK_TIMEOUT_MS`). */
   hookTimeoutMs?: number;
   /** `_Stop` objections the session may use, never reset; default 3, 0 = never call `_Stop` (`SPROUT_AGENT_STOP_MAX_REJECTIONS`). */
@@ -215,6 +221,7 @@ const LIMITS: Record<keyof AgentLimits, { min: number; max?: number }> = {
   maxParallelTools: { min: 1 },
   maxToolResultBytes: { min: 256 },
   maxHandoffs: { min: 0 },
+  maxRepeatedCalls: { min: 0 },
   hookTimeoutMs: { min: 1, max: MAX_TIMER_MS },
   stopMaxRejections: { min: 0 },
   maxLineBytes: { min: 1024 },

@@ -219,9 +219,14 @@ export function humanPrinter(): HumanPrinter {
           break;
         }
         case "compaction":
+          // One line per compaction (issue 23): sizes, the handoff count, the repeated calls.
           line(err.cyan(
             `⟲ context compacted: ${Math.round(e.beforeTokens / 1000)}k → ${Math.round(e.afterTokens / 1000)}k tokens` +
-              (e.mode === "truncation" ? " (old turns dropped)" : `; _PostCompact: ${e.injected.join(", ") || "none"}`),
+              (e.mode === "truncation"
+                ? ` (old turns dropped); after ${e.handoffs} handoff${e.handoffs === 1 ? "" : "s"}`
+                : `; handoff ${e.handoffs}`) +
+              `; repeated calls: ${e.repeatedCalls}` +
+              (e.mode === "truncation" ? "" : `; _PostCompact: ${e.injected.join(", ") || "none"}`),
           ));
           break;
         case "warning":
@@ -236,6 +241,7 @@ export function humanPrinter(): HumanPrinter {
       endAnswer();
       if (r.refusal !== undefined) line(err.yellow(`⊘ refused: ${r.refusal}`));
       if (r.halt !== undefined) line(err.yellow(`⊘ halted by ${r.halt.hook} from ${r.halt.server}: ${r.halt.reason}`));
+      if (r.limit !== undefined) line(err.yellow(`⊘ ${r.limit.kind} limit: ${r.limit.reason}`));
       // An objection is an end of turn the _Stop hooks objected to (the unit of the budget, SPEC
       // 7.2), however many objected at once; when several did, the ⟲ lines outnumber it: say so.
       const together = hookObjections > r.objections && r.objections > 0

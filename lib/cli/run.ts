@@ -166,6 +166,7 @@ export async function run(args: string[]): Promise<number> {
         durationMs: result.durationMs,
         ...(result.refusal === undefined ? {} : { refusal: result.refusal }),
         ...(result.halt === undefined ? {} : { halt: result.halt }),
+        ...(result.limit === undefined ? {} : { limit: result.limit }),
         // The saved session's id, for `run --resume ID` (SPEC 12.6).
         ...(agent.sessionStore === undefined ? {} : { sessionId: agent.sessionId }),
       });

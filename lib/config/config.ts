@@ -92,6 +92,12 @@ export interface Config {
    */
   maxHandoffs: number;
   /**
+   * `SPROUT_AGENT_MAX_REPEATED_CALLS`: how many times in a row one identical tool call (the same
+   * qualified name, the same arguments as canonical JSON, the same result) may run in a session
+   * before the prompt ends with `max_turn_requests`; default 10, `0` = no bound (SPEC section 8.6).
+   */
+  maxRepeatedCalls: number;
+  /**
    * `SPROUT_AGENT_HOOK_TIMEOUT_MS`, in milliseconds: bounds each hook call on each server;
    * default 2500, at most {@link MAX_TIMER_MS} (SPEC section 4.2).
    */
@@ -200,6 +206,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
     name: "SPROUT_AGENT_MAX_HANDOFFS",
     default: "5",
     meaning: "summary compactions per session, 0 = never summarise (old turns are dropped instead)",
+  },
+  {
+    name: "SPROUT_AGENT_MAX_REPEATED_CALLS",
+    default: "10",
+    meaning: "times one tool call may run in a row with the same arguments and result, 0 = no bound",
   },
   { name: "SPROUT_AGENT_HOOK_TIMEOUT_MS", default: "2500", meaning: "per hook call" },
   {
@@ -450,6 +461,7 @@ export function loadConfig(env: Env, readFile: (path: string) => string): Config
     maxParallelTools: integer(env, "SPROUT_AGENT_MAX_PARALLEL_TOOLS", 8, 1),
     maxToolResultBytes: integer(env, "SPROUT_AGENT_MAX_TOOL_RESULT_BYTES", 51200, 256),
     maxHandoffs: integer(env, "SPROUT_AGENT_MAX_HANDOFFS", 5, 0),
+    maxRepeatedCalls: integer(env, "SPROUT_AGENT_MAX_REPEATED_CALLS", 10, 0),
     hookTimeoutMs: integer(env, "SPROUT_AGENT_HOOK_TIMEOUT_MS", 2500, 1, MAX_TIMER_MS),
     stopMaxRejections: integer(env, "SPROUT_AGENT_STOP_MAX_REJECTIONS", 3, 0),
     stopDeclinedTwice: onOff(env, "SPROUT_AGENT_STOP_DECLINED_TWICE", true),

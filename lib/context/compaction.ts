@@ -49,6 +49,18 @@ export function tokenThreshold(ctx: number, out: number): number {
 }
 
 /**
+ * The largest estimate a request may have to be sent: the window less the output tokens, so
+ * that the input and the answer it asks for fit the window (SPEC section 8.6). A request over
+ * the threshold but not over this is still sent; one over this never is.
+ * @param ctx the context window in tokens (`SPROUT_AGENT_MAX_CONTEXT_TOKENS`)
+ * @param out the output limit in tokens (`SPROUT_AGENT_MAX_OUTPUT_TOKENS`)
+ * @example windowLimit(128000, 32768) // 95232
+ */
+export function windowLimit(ctx: number, out: number): number {
+  return Math.max(0, Math.floor(ctx) - Math.max(0, Math.floor(out)));
+}
+
+/**
  * Size of a history in bytes: the UTF-8 length of `JSON.stringify(history)` (SPEC section 8.1;
  * 1 byte counts as 1 token). The tools and the system prompt are not included: see
  * {@link requestOverheadBytes}. Kept incrementally per history array (`lib/conversation/history-index.ts`):
@@ -265,20 +277,109 @@ export function buildSummaryRequest(input: SummaryInput): SummaryRequest {
   const more = input.toolNames.length - names.length;
   const tools = names.length === 0 ? "(none)" : names.join(", ") + (more > 0 ? `, ${ELLIPSIS} (+${more} more)` : "");
   const head = `[Internal handoff #${input.handoffNumber} — context reset]\n\n# Original Task\n`;
-  const middle = `\n\n# Available Tools\n${tools}\n\n# Recent History (most recent last)\n`;
+  const middle = `\n\n# Available Tools\n${tools}`;
+  const historyHeading = "\n\n# Recent History (most recent last)\n";
   const tail = "\n\n# Instructions\nProduce a context handoff summary covering: (1) the original task, " +
     "(2) what was done, (3) key decisions, (4) what remains, (5) one concrete next step. " +
     "Be concise but thorough. Plain text only.";
   const guidance = guidanceSection(input.guidance ?? [], Math.floor(budget / 2));
-  const omittedReserve = byteLength(`(${ELLIPSIS} ${input.history.length} older items omitted)\n`);
-  const available = Math.max(0, budget - byteLength(head + middle + guidance + tail) - omittedReserve);
+  // The previous summary and the _PostCompact context get their own section, so they never
+  // fall off the oldest end of the history section (issue 23); they are left out of it.
+  const { entries, skip } = handoffContext(input.history);
+  const carried = carriedSection(entries, Math.floor(budget / 3));
+  const rest = skip.size === 0 ? input.history : input.history.filter((_, i) => !skip.has(i));
+  const fixed = head + middle + carried + historyHeading + guidance + tail;
+  const omittedReserve = byteLength(`(${ELLIPSIS} ${rest.length} older items omitted)\n`);
+  const available = Math.max(0, budget - byteLength(fixed) - omittedReserve);
 
   // The task takes at most 16 KiB, leaving the history at least half of what is available.
   const rawTask = input.originalTask?.trim() ? input.originalTask : "(unknown)";
-  const wantedHistory = Math.min(Math.floor(available / 2), snippetsBytes(input.history, available));
+  const wantedHistory = Math.min(Math.floor(available / 2), snippetsBytes(rest, available));
   const task = clampUtf8(rawTask, Math.min(SUMMARY_TASK_MAX_BYTES, available - wantedHistory), ELLIPSIS);
-  const history = recentHistory(input.history, available - byteLength(task));
-  return { system, prompt: head + task + middle + history + guidance + tail, maxOutputTokens };
+  const history = recentHistory(rest, available - byteLength(task));
+  return {
+    system,
+    prompt: head + task + middle + carried + historyHeading + history + guidance + tail,
+    maxOutputTokens,
+  };
+}
+
+/** The first line of the summary prompt's carried-forward section (SPEC section 8.2). */
+export const CARRIED_HEADING =
+  "\n\n# Carried Forward (the previous handoff summary and the hooks' _PostCompact context: keep their conclusions)\n";
+
+/**
+ * What a fresh context carried in from the compaction before (SPEC section 8.3): each
+ * `[Context Handoff]` user item, and the `_PostCompact` injection pairs right after it (an
+ * assistant item with no text and one call, then that call's non-error result whose text is
+ * the JSON `{"hook":"_PostCompact","server":…,"text":…}`). `skip` holds their indices.
+ */
+function handoffContext(history: readonly HistoryItem[]): {
+  entries: { label: string; text: string }[];
+  skip: Set<number>;
+} {
+  const entries: { label: string; text: string }[] = [];
+  const skip = new Set<number>();
+  for (let i = 0; i < history.length; i++) {
+    const item = history[i];
+    if (item?.role !== "user" || !item.text.startsWith(HANDOFF_PREFIX)) continue;
+    entries.push({ label: "Previous handoff summary", text: item.text.slice(HANDOFF_PREFIX.length) });
+    skip.add(i);
+    for (let j = i + 1; j + 1 < history.length; j += 2) {
+      const post = postCompactOf(history[j], history[j + 1]);
+      if (post === undefined) break;
+      entries.push({ label: `_PostCompact from ${post.server}`, text: post.text });
+      skip.add(j).add(j + 1);
+    }
+  }
+  return { entries, skip };
+}
+
+/** The server and text of a `_PostCompact` injection pair, or `undefined` when it is not one. */
+function postCompactOf(
+  call: HistoryItem | undefined,
+  result: HistoryItem | undefined,
+): { server: string; text: string } | undefined {
+  if (call?.role !== "assistant" || call.text !== "" || call.toolCalls.length !== 1) return undefined;
+  if (result?.role !== "tool" || result.isError || result.toolCallId !== call.toolCalls[0]!.id) return undefined;
+  const block = result.content.length === 1 ? result.content[0] : undefined;
+  if (block?.type !== "text") return undefined;
+  try {
+    const parsed = JSON.parse(block.text) as Record<string, unknown> | null;
+    if (
+      typeof parsed !== "object" || parsed === null || parsed["hook"] !== "_PostCompact" ||
+      typeof parsed["server"] !== "string" || typeof parsed["text"] !== "string"
+    ) return undefined;
+    return { server: parsed["server"], text: parsed["text"] };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The carried-forward section: {@link CARRIED_HEADING}, then `## label` and the text of each
+ * entry, within `budget` UTF-8 bytes: shorter entries are kept whole and the longer ones share
+ * what is left equally, each cut at its end with `…`; `""` when there is nothing to carry.
+ */
+function carriedSection(entries: readonly { label: string; text: string }[], budget: number): string {
+  const kept = entries.filter((e) => e.text.trim() !== "");
+  if (kept.length === 0) return "";
+  const blocks = kept.map((e) => ({ head: `## ${e.label}\n`, text: e.text.trim() }));
+  let left = Math.max(0, budget - byteLength(CARRIED_HEADING) + 1);
+  const out = new Array<string>(blocks.length);
+  const order = blocks.map((b, i) => ({ i, size: byteLength(b.head + b.text) }))
+    .sort((a, b) => a.size - b.size);
+  order.forEach(({ i, size }, n) => {
+    const share = Math.floor(left / (order.length - n)) - 1;
+    const block = blocks[i]!;
+    const room = Math.min(size, share) - byteLength(block.head);
+    // A share too small to say anything leaves a cut entry out.
+    const whole = room >= byteLength(block.text);
+    out[i] = !whole && room < 16 ? "" : block.head + clampUtf8(block.text, room, ELLIPSIS);
+    left -= byteLength(out[i]!) + 1;
+  });
+  const text = out.filter((b) => b !== "");
+  return text.length === 0 ? "" : CARRIED_HEADING + text.join("\n");
 }
 
 /** The first line of the summary prompt's guidance section (SPEC section 8.2). */

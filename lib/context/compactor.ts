@@ -8,7 +8,7 @@
 import type { Config } from "../config/config.ts";
 import { historyIndex } from "../conversation/history-index.ts";
 import { isAbortError } from "../util/errors.ts";
-import type { AgentEvent } from "../conversation/events.ts";
+import type { AgentEvent, PromptLimit } from "../conversation/events.ts";
 import { type HookContext, hookMeta } from "../hooks/points.ts";
 import type { HookRunner } from "../hooks/runner.ts";
 import type { ToolRegistry } from "../mcp/types.ts";
@@ -23,6 +23,7 @@ import {
   tokenThreshold,
   truncateHistory,
   UsageBaseline,
+  windowLimit,
 } from "./compaction.ts";
 
 /** Options of {@link Compactor}. */
@@ -40,6 +41,8 @@ export class Compactor {
   readonly #options: CompactorOptions;
   readonly #baseline = new UsageBaseline();
   #warnedStuck = false;
+  /** Main requests recorded ({@link recordUsage}), with or without a usage report. */
+  #sent = 0;
 
   constructor(options: CompactorOptions) {
     this.#options = options;
@@ -55,7 +58,36 @@ export class Compactor {
 
   /** Records what the provider reported for a request of `sentBytes` ({@link requestBytes}). */
   recordUsage(usage: Usage | undefined, sentBytes: number): void {
+    this.#sent++;
     if (usage !== undefined) this.#baseline.record(usage.inputTokens, sentBytes);
+  }
+
+  /**
+   * The window guard (SPEC section 8.6), after the compaction gate: the limit that ends the
+   * prompt when the next request's estimate is over {@link windowLimit} (the window less the
+   * output tokens), else `undefined`. The session's first request is exempt while nothing is
+   * known but its bytes (no report yet, and the bytes are an upper bound a tokenizer beats three
+   * to four times: tool definitions alone could refuse it); from the first report on, and from
+   * the second request on for a provider that reports none, the guard holds.
+   */
+  overWindow(history: readonly HistoryItem[], tools: readonly ToolDef[]): PromptLimit | undefined {
+    const { config } = this.#options;
+    if (this.#sent === 0 && !this.#baseline.known) return undefined;
+    const limit = windowLimit(config.maxContextTokens, config.maxOutputTokens);
+    const estimate = this.#baseline.estimateFromBytes(this.requestBytes(history, tools));
+    if (estimate <= limit) return undefined;
+    const used = `${this.handoffs} of ${config.maxHandoffs} summaries (SPROUT_AGENT_MAX_HANDOFFS) used`;
+    return {
+      kind: "context-window",
+      variable: "SPROUT_AGENT_MAX_CONTEXT_TOKENS",
+      estimateTokens: estimate,
+      limitTokens: limit,
+      handoffs: this.handoffs,
+      reason: `Cannot send the next request: about ${estimate} tokens, over the ${limit} a request may have ` +
+        `(SPROUT_AGENT_MAX_CONTEXT_TOKENS=${config.maxContextTokens} less SPROUT_AGENT_MAX_OUTPUT_TOKENS=` +
+        `${config.maxOutputTokens}), and compaction cannot bring it under (${used}). ` +
+        "Raise SPROUT_AGENT_MAX_CONTEXT_TOKENS if the model's window allows, or start a new prompt",
+    };
   }
 
   /**
@@ -89,6 +121,8 @@ export class Compactor {
       usage: Usage;
       /** The LLM-visible tools the next request sends. */
       tools: readonly ToolDef[];
+      /** The `repeatedCalls` figure of the `compaction` event (lib/agent/repeated-calls.ts). */
+      repeatedCalls?: number;
     },
   ): Promise<"none" | "summary" | "truncation" | "cancelled"> {
     const { config } = this.#options;
@@ -124,7 +158,15 @@ export class Compactor {
     const keptBytes = overhead + historyBytes(history);
     const afterTokens = this.#baseline.scale(keptBytes);
     this.#baseline.rebase(keptBytes);
-    context.emit({ type: "compaction", mode: "truncation", beforeTokens: before, afterTokens, injected: [] });
+    context.emit({
+      type: "compaction",
+      mode: "truncation",
+      beforeTokens: before,
+      afterTokens,
+      injected: [],
+      handoffs: this.handoffs,
+      repeatedCalls: context.repeatedCalls ?? 0,
+    });
     return "truncation";
   }
 
@@ -219,6 +261,8 @@ export class Compactor {
       beforeTokens: context.before,
       afterTokens,
       injected: injected.map((r) => r.server),
+      handoffs: this.handoffs,
+      repeatedCalls: context.repeatedCalls ?? 0,
     });
     return "summary";
   }

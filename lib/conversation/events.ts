@@ -105,6 +105,13 @@ export type AgentEvent =
     afterTokens: number;
     /** Servers whose `_PostCompact` output was injected. */
     injected: string[];
+    /** Summary compactions done in the session, this one included (at most `SPROUT_AGENT_MAX_HANDOFFS`). */
+    handoffs: number;
+    /**
+     * The most times one identical tool call (same name, arguments and result) has been made in a
+     * row so far in the session (SPEC section 8.6; bounded by `SPROUT_AGENT_MAX_REPEATED_CALLS`).
+     */
+    repeatedCalls: number;
   }
   /** Something went wrong that does not stop the run (a hook timed out, a server died). */
   | { type: "warning"; message: string };
@@ -116,8 +123,10 @@ export type AgentEvent =
  */
 export interface PromptResult {
   /**
-   * Why the prompt ended (SPEC sections 6.1, 6.5 and 6.6): `end_turn` (after the `_Stop`
-   * gate), `max_tokens`, `refusal`, `max_turn_requests` or `cancelled`.
+   * Why the prompt ended (SPEC sections 6.1, 6.5, 6.6 and 8.6): `end_turn` (after the `_Stop`
+   * gate), `max_tokens` (also when the next request would be over the window: see
+   * {@link PromptResult.limit}), `refusal`, `max_turn_requests` (also for repeated identical
+   * tool calls) or `cancelled`.
    */
   stopReason: StopReason;
   /** Main LLM requests that completed in this prompt (SPEC section 6.1). */
@@ -142,7 +151,50 @@ export interface PromptResult {
    * is then `end_turn`.
    */
   halt?: HookHalt;
+  /**
+   * Present when one of the session's bounds ended the prompt (SPEC section 8.6): the context
+   * could not be brought under the window (`stopReason` `max_tokens`), or one identical tool
+   * call was repeated too often (`stopReason` `max_turn_requests`).
+   */
+  limit?: PromptLimit;
 }
+
+/**
+ * Which bound ended a prompt, with its figures and a sentence for the person (SPEC section 8.6).
+ * - `context-window`: the next request's estimate (`estimateTokens`) is over `limitTokens`
+ *   (`SPROUT_AGENT_MAX_CONTEXT_TOKENS` less `SPROUT_AGENT_MAX_OUTPUT_TOKENS`) and compaction
+ *   could not bring it under; the request was not sent.
+ * - `repeated-call`: the call `tool` with the same arguments returned the same result `count`
+ *   times in a row (`SPROUT_AGENT_MAX_REPEATED_CALLS`).
+ * @example
+ * const { limit } = await run.result;
+ * if (limit?.kind === "context-window") console.error(limit.reason);
+ */
+export type PromptLimit =
+  | {
+    kind: "context-window";
+    /** The variable that sets the window. */
+    variable: "SPROUT_AGENT_MAX_CONTEXT_TOKENS";
+    /** The estimate of the request that was not sent, in tokens. */
+    estimateTokens: number;
+    /** The largest estimate a request may have: the window less the output tokens. */
+    limitTokens: number;
+    /** Summary compactions used in the session when it ended. */
+    handoffs: number;
+    /** What happened and what to do, naming the variables and the figures. */
+    reason: string;
+  }
+  | {
+    kind: "repeated-call";
+    /** The variable that sets the bound. */
+    variable: "SPROUT_AGENT_MAX_REPEATED_CALLS";
+    /** The qualified name of the repeated call. */
+    tool: string;
+    /** Times it ran in a row with the same arguments and the same result. */
+    count: number;
+    /** What happened and what to do, naming the variable, the tool and the count. */
+    reason: string;
+  };
 
 /** The `refusal` of a {@link PromptResult} when the provider gave no explanation. */
 export const NO_REFUSAL_EXPLANATION = "the model declined the request and gave no explanation";
