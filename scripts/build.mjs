@@ -1,5 +1,5 @@
 // Builds the npm package's JavaScript (`npm run build`, run by `prepack`): tsc emits dist/
-// from mod.ts, testing.ts, cli.ts and lib/ (tsconfig.build.json, relative `.ts` imports
+// from mod.ts, testing.ts, cli.ts, lib/ and stores/redis.ts (tsconfig.build.json, relative `.ts` imports
 // rewritten to `.js`), and this script rewrites the relative `.ts` specifiers tsc leaves in
 // the `.d.ts` files, so plain Node ≥ 20 and tsc consumers need neither tsx nor
 // `allowImportingTsExtensions`. Then esbuild replaces tsc's dist/cli.js with the CLI as one

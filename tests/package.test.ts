@@ -76,6 +76,10 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
         "dist/testing.js",
         "dist/testing.d.ts",
         "dist/cli.js",
+        "dist/stores/redis.js",
+        "dist/stores/redis.d.ts",
+        "stores/redis.ts",
+        "stores/README.md",
         "mod.ts",
         "testing.ts",
         "cli.ts",
@@ -87,7 +91,8 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
       assert.ok(files.includes(f), `${f} is missing from the tarball`);
     }
     const stray = files.filter((f) =>
-      !/^(dist\/|lib\/|(mod|testing|cli)\.ts$|README\.md$|LICENSE$|package\.json$)/.test(f)
+      !/^(dist\/|lib\/|(mod|testing|cli)\.ts$|stores\/(redis\.ts|README\.md)$|README\.md$|LICENSE$|package\.json$)/
+        .test(f)
     );
     assert.deepEqual(stray, []);
     const pkg = join(project, "node_modules/sprout-agent");
@@ -145,9 +150,11 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
       join(project, "consumer.ts"),
       `import { type AgentEvent, VERSION } from "sprout-agent";
 import { startFakeLlm } from "sprout-agent/testing";
+import { redisSessionStore, type RedisSessionStore } from "sprout-agent/stores/redis";
 const kind: AgentEvent["type"] = "text-delta";
 const version: string = VERSION;
-console.log(version, kind, typeof startFakeLlm);
+const store: RedisSessionStore = redisSessionStore({ url: "redis://127.0.0.1:6379" });
+console.log(version, kind, typeof startFakeLlm, store.location);
 `,
     );
     const options = {
@@ -161,6 +168,27 @@ console.log(version, kind, typeof startFakeLlm);
     };
     writeFileSync(join(project, "tsconfig.json"), JSON.stringify({ compilerOptions: options, files: ["consumer.ts"] }));
     ok(await run("node", [join(repoRoot, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], project), "tsc");
+  });
+
+  // The Redis store's package is an optional peer dependency: the entry imports without it, and
+  // its first call says what to install.
+  test("sprout-agent/stores/redis imports under plain Node without the redis package, and says to install it", async () => {
+    writeFileSync(
+      join(project, "redis-store.mjs"),
+      `import { redisSessionStore } from "sprout-agent/stores/redis";
+const store = redisSessionStore({ url: "redis://user:secret@127.0.0.1:1" });
+const message = await store.list().then(() => "listed", (e) => e.message);
+await store.close();
+console.log(JSON.stringify({ location: store.location, message, resolved: import.meta.resolve("sprout-agent/stores/redis") }));
+`,
+    );
+    const out = JSON.parse(ok(await run("node", ["redis-store.mjs"], project), "node redis-store.mjs"));
+    assert.equal(out.location, "redis://***@127.0.0.1:1");
+    assert.match(
+      out.message,
+      /^Cannot connect to Redis at "redis:\/\/\*\*\*@127\.0\.0\.1:1": the redis package is not installed \(npm install redis\)/,
+    );
+    assert.match(out.resolved, /\/node_modules\/sprout-agent\/dist\/stores\/redis\.js$/);
   });
 
   test("npx sprout-agent runs the built CLI under Node: --version and a scripted run", async () => {
