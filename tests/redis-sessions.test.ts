@@ -1,5 +1,5 @@
 /**
- * The Redis session store (stores/redis.ts, SPEC section 12.6, issue 23) on a real
+ * The Redis session store (stores/redis.ts, SPEC section 12.8, issue 23) on a real
  * `redis-server` (tests/helpers/redis.ts): the store contract every store keeps (claims, a
  * session in use, new against existing, bad ids, the index-free list, damaged entries), two
  * agent instances on one Redis resuming each other's sessions, a claim renewed while its holder
@@ -93,7 +93,7 @@ describe("stores/ stays outside the core", () => {
   });
 });
 
-describe("redisSessionStore: the store contract (SPEC 12.1, 12.6)", { skip }, () => {
+describe("redisSessionStore: the store contract (SPEC 12.1, 12.8)", { skip }, () => {
   test("one writer per session: a second claim is refused naming the session and its holder; close frees it", async () => {
     const prefix = freshPrefix();
     const [a, b] = [open(prefix), open(prefix)];
@@ -223,7 +223,7 @@ describe("redisSessionStore: the store contract (SPEC 12.1, 12.6)", { skip }, ()
   });
 });
 
-describe("createAgent on the Redis store: instances resume each other's sessions (SPEC 12.6)", { skip }, () => {
+describe("createAgent on the Redis store: instances resume each other's sessions (SPEC 12.8)", { skip }, () => {
   test("two instances on one Redis: each resumes what the other wrote; while one holds it the other is refused", async () => {
     const prefix = freshPrefix();
     const first = await createAgent({
