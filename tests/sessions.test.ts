@@ -138,6 +138,36 @@ describe("restoreSession and repairHistory (SPEC 12.2)", () => {
     assert.match(warnings.join("\n"), /without its call \(ghost\)/);
   });
 
+  test("records of the wrong shape are skipped with a warning: the history stays valid, nothing throws", () => {
+    const good = (text: string): SessionRecord => ({ type: "items", at, items: [{ role: "user", text }] });
+    const bad = [
+      { type: "items", at, items: "x" },
+      { type: "items", at, items: [{ role: "weird" }] },
+      { type: "items", at, items: [{ role: "assistant", text: "", toolCalls: [{ id: 1 }] }] },
+      { type: "context", at, reason: "compaction", items: null },
+      { type: "result", at, item: { role: "tool", toolCallId: "a", content: [], isError: false } },
+      { type: "state", at, stopRejections: -1, prompts: 0, handoffs: 0, permissions: null },
+      { type: "session", at, id: 5 },
+      42,
+    ] as unknown as SessionRecord[];
+    const call = { id: "dup", name: "t", arguments: {} };
+    const back = restoreSession([
+      good("one"),
+      ...bad,
+      {
+        type: "items",
+        at,
+        items: [{ role: "assistant", text: "", toolCalls: [call] }, { role: "assistant", text: "", toolCalls: [call] }],
+      },
+      { type: "items", at, items: [{ role: "assistant", text: " ", toolCalls: [] }] },
+      good("two"),
+    ]);
+    assert.equal(back.warnings.filter((w) => w.endsWith(": skipped")).length, bad.length);
+    assert.deepEqual(historyProblems(back.history), []);
+    assert.deepEqual(back.history.map((i) => i.role), ["user", "assistant", "tool", "user"]);
+    assert.deepEqual(back.counters, { stopRejections: 0, prompts: 0, handoffs: 0, permissions: {} });
+  });
+
   test("parseRecords skips a damaged line and a cut last line, naming them, and never throws", () => {
     const good = JSON.stringify({ type: "items", at, items: [{ role: "user", text: "hi" }] });
     const cut = '{"type":"items","at":"x","items":[{"ro';

@@ -9,7 +9,7 @@
 
 import type { HistoryItem, ResultBlock } from "../conversation/types.ts";
 import { MINTED_ID_PATTERN } from "../conversation/call-ids.ts";
-import { INTERRUPTED_RESULT, type SessionRecord } from "../sessions/records.ts";
+import { INTERRUPTED_RESULT, recordProblem, type SessionRecord } from "../sessions/records.ts";
 import type { SessionUpdate } from "./updates.ts";
 
 /**
@@ -23,6 +23,7 @@ import type { SessionUpdate } from "./updates.ts";
 export function replayUpdates(records: readonly SessionRecord[]): SessionUpdate[] {
   const shown: HistoryItem[] = [];
   for (const record of records) {
+    if (recordProblem(record) !== undefined) continue; // restoreSession skipped it too, with a warning
     if (record.type === "items") shown.push(...record.items);
     else if (record.type === "result") shown.push(record.item);
   }

@@ -160,7 +160,12 @@ export function restoreSession(records: readonly SessionRecord[]): RestoredSessi
   const counters: SessionCounters = { stopRejections: 0, prompts: 0, handoffs: 0, permissions: {} };
   const warnings: string[] = [];
   let header: RestoredSession["header"];
-  for (const record of records) {
+  records.forEach((record, i) => {
+    const problem = recordProblem(record);
+    if (problem !== undefined) {
+      warnings.push(`record ${i + 1} (${JSON.stringify(String(record.type)).slice(0, 40)}) ${problem}: skipped`);
+      return;
+    }
     switch (record.type) {
       case "session":
         header ??= record;
@@ -183,7 +188,7 @@ export function restoreSession(records: readonly SessionRecord[]): RestoredSessi
         else counters.originalTask = record.originalTask;
         break;
     }
-  }
+  });
   const repaired = repairHistory(history);
   return {
     history: repaired.history,
@@ -191,6 +196,83 @@ export function restoreSession(records: readonly SessionRecord[]): RestoredSessi
     ...(header === undefined ? {} : { header }),
     warnings: [...warnings, ...repaired.warnings],
   };
+}
+
+/**
+ * What is wrong with a record of a known type, or `undefined` when it can be used (a type this
+ * version does not know is ignored, not wrong). A transcript is data from disk or a network
+ * store: a record that would put a malformed item into the history is skipped, never sent.
+ */
+export function recordProblem(record: unknown): string | undefined {
+  const r = record as Record<string, unknown>;
+  if (typeof r !== "object" || r === null || Array.isArray(r)) return "is not an object";
+  const items = (value: unknown): string | undefined => {
+    if (!Array.isArray(value)) return "has no items array";
+    const bad = value.findIndex((item) => itemProblem(item) !== undefined);
+    return bad === -1 ? undefined : `item ${bad + 1} ${itemProblem(value[bad])}`;
+  };
+  switch (r["type"]) {
+    case "session":
+      return typeof r["id"] === "string" && typeof r["cwd"] === "string" && typeof r["title"] === "string"
+        ? undefined
+        : "lacks its id, cwd or title";
+    case "items":
+    case "context":
+      return items(r["items"]);
+    case "result": {
+      const item = r["item"] as { role?: unknown } | undefined;
+      return item?.role === "tool" ? itemProblem(item) : "has no tool result";
+    }
+    case "state": {
+      const counts = ["stopRejections", "prompts", "handoffs"].every((k) =>
+        Number.isSafeInteger(r[k]) && (r[k] as number) >= 0
+      );
+      const permissions = r["permissions"];
+      const answers = typeof permissions === "object" && permissions !== null && !Array.isArray(permissions) &&
+        Object.values(permissions).every((v) => v === "allow" || v === "deny");
+      const task = r["originalTask"] === undefined || typeof r["originalTask"] === "string";
+      return counts && answers && task ? undefined : "has counters of the wrong shape";
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** What is wrong with a history item (SPEC 6), or `undefined`. */
+function itemProblem(value: unknown): string | undefined {
+  const item = value as Record<string, unknown>;
+  if (typeof item !== "object" || item === null) return "is not an object";
+  const isObject = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v);
+  switch (item["role"]) {
+    case "user":
+      return typeof item["text"] === "string" ? undefined : "is a user item without text";
+    case "assistant": {
+      const calls = item["toolCalls"];
+      const callsOk = Array.isArray(calls) &&
+        calls.every((c) =>
+          isObject(c) && typeof c.id === "string" && c.id !== "" && typeof c.name === "string" && isObject(c.arguments)
+        );
+      const native = item["native"];
+      const nativeOk = native === undefined ||
+        (isObject(native) && typeof (native as { provider?: unknown }).provider === "string" &&
+          Array.isArray((native as { content?: unknown }).content));
+      return typeof item["text"] === "string" && callsOk && nativeOk ? undefined : "is a malformed assistant item";
+    }
+    case "tool": {
+      const content = item["content"];
+      const blocksOk = Array.isArray(content) && content.length > 0 &&
+        content.every((b) =>
+          isObject(b) &&
+          ((b.type === "text" && typeof b.text === "string") ||
+            (b.type === "image" && typeof b.mimeType === "string" && typeof b.data === "string"))
+        );
+      return typeof item["toolCallId"] === "string" && typeof item["isError"] === "boolean" && blocksOk
+        ? undefined
+        : "is a malformed tool result";
+    }
+    default:
+      return `has the unknown role ${JSON.stringify(item["role"])}`;
+  }
 }
 
 /**
@@ -208,10 +290,23 @@ export function repairHistory(history: readonly HistoryItem[]): { history: Histo
   const out: HistoryItem[] = [];
   const warnings: string[] = [];
   let interrupted = 0;
-  for (const item of history) {
+  const seen = new Set<string>();
+  for (const original of history) {
+    let item = original;
     if (item.role === "tool") {
       if (!calls.has(item.toolCallId)) warnings.push(`dropped a tool result without its call (${item.toolCallId})`);
       continue;
+    }
+    if (item.role === "assistant") {
+      // A call id seen before (a damaged or hand-edited transcript) would repeat in the request.
+      const fresh = item.toolCalls.filter((c) => !seen.has(c.id));
+      if (fresh.length < item.toolCalls.length) {
+        warnings.push(`dropped ${item.toolCalls.length - fresh.length} repeated tool call id(s)`);
+        item = { ...item, toolCalls: fresh };
+      }
+      for (const call of fresh) seen.add(call.id);
+      // An assistant item with nothing to send would be an empty message, which APIs refuse.
+      if (item.text.trim() === "" && item.toolCalls.length === 0 && (item.native?.content.length ?? 0) === 0) continue;
     }
     out.push(item);
     if (item.role !== "assistant") continue;
@@ -283,7 +378,9 @@ export function describeSession(
   read: SessionRead,
   file: { updated: string; bytes: number },
 ): SessionInfo {
-  const header = read.records.find((r) => r.type === "session");
+  const header = read.records.find((r) => r.type === "session" && recordProblem(r) === undefined) as
+    | Extract<SessionRecord, { type: "session" }>
+    | undefined;
   const info: SessionInfo = {
     id,
     cwd: header?.cwd ?? "",
@@ -294,7 +391,8 @@ export function describeSession(
   };
   // A session created before its first prompt has an empty title: the first prompt is the title.
   if (info.title === "") {
-    const first = read.records.flatMap((r) => (r.type === "items" ? r.items : [])).find((i) => i.role === "user");
+    const first = read.records.flatMap((r) => (r.type === "items" && recordProblem(r) === undefined ? r.items : []))
+      .find((i) => i.role === "user");
     if (first?.role === "user") info.title = titleOf(first.text);
   }
   if (header === undefined && read.records.length === 0) info.problem = read.warnings[0] ?? "the transcript is empty";
