@@ -46,6 +46,12 @@ async function startAgent(
     agent: connection.agent,
     spawned,
     stderr: () => stderr,
+    /** SIGKILL, as a crash would end it; resolves once it is gone. */
+    async kill(): Promise<void> {
+      child.kill("SIGKILL");
+      await exited;
+      connection.close();
+    },
     async stop(): Promise<number | null> {
       child.stdin.end();
       const code = await within(exited, 15_000);
@@ -489,7 +495,7 @@ describe("acp with the SDK client: a session the agent saved comes back (SPEC 12
   };
   const servers = () => [stdioFixture("fx", { ACP_FIXTURE_LOG: log, STOP_OBJECTIONS: "1" }) as acp.McpServer];
 
-  test("load replays before its response, list finds it, resume goes on; the SDK accepts every message", async () => {
+  test("after a SIGKILL, load replays before its response, list finds it, resume goes on; the SDK accepts every message", async () => {
     const first = await startAgent(env);
     let id: string;
     try {
@@ -500,7 +506,8 @@ describe("acp with the SDK client: a session the agent saved comes back (SPEC 12
       assert.equal(stopReason, "end_turn");
       await done;
     } finally {
-      assert.equal(await first.stop(), 0, first.stderr());
+      // Killed, not stopped: no _SessionEnd, no close, nothing flushed on the way out.
+      await first.kill();
     }
 
     const replayed: Update[] = [];
