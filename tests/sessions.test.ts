@@ -324,6 +324,26 @@ describe("fileSessionStore (SPEC 12.1)", () => {
 });
 
 describe("createAgent resume (SPEC 12.4, 12.5)", () => {
+  test("a transcript without its session record gets one on its resume, so it lists with its folder and title", async () => {
+    const dir = tempDir();
+    const store = fileSessionStore({ dir });
+    writeFileSync(
+      join(dir, "bare.jsonl"),
+      `${JSON.stringify({ type: "items", at, items: [{ role: "user", text: "old task" }] })}\n`,
+    );
+    assert.equal((await store.list()).sessions[0]?.cwd, "");
+    const agent = await createAgent({
+      model: recordingModel([{ text: "ok" }]),
+      sessionStore: store,
+      resume: "bare",
+      cwd: "/work/p",
+    });
+    await drain(agent.prompt("go on"));
+    await agent.close();
+    const [info] = (await store.list()).sessions;
+    assert.deepEqual([info?.id, info?.cwd, info?.title, info?.problem], ["bare", "/work/p", "old task", undefined]);
+  });
+
   test("C36: run, resume and prompt, resume again and prompt: one transcript, every prompt in order", async () => {
     const store = fileSessionStore({ dir: tempDir() });
     const first = await createAgent({ model: recordingModel([{ text: "answer 1" }]), sessionStore: store });

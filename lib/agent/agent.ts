@@ -203,6 +203,7 @@ async function claimTranscript(
     return undefined;
   }
   let restored: { history: HistoryItem[]; counters: SessionCounters } | undefined;
+  let headed = true;
   if (resume) {
     try {
       const read = await store.read(id);
@@ -212,6 +213,7 @@ async function claimTranscript(
         options.onWarning?.(`Resuming session ${JSON.stringify(id)}: ${warning}`);
       }
       restored = { history: back.history, counters: back.counters };
+      headed = back.header !== undefined;
     } catch (error) {
       await writer.close().catch(() => {});
       throw error;
@@ -223,7 +225,7 @@ async function claimTranscript(
     cwd: options.cwd ?? process.cwd(),
     secrets: configSecrets(optionKeys(options), servers),
     location: store.location,
-    ...(restored === undefined ? {} : { written: restored.history, counters: restored.counters }),
+    ...(restored === undefined ? {} : { written: restored.history, counters: restored.counters, headed }),
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
     ...(options.now === undefined ? {} : { now: options.now }),
   });

@@ -34,6 +34,8 @@ export interface TranscriptOptions {
   written?: readonly HistoryItem[];
   /** The counters the store already holds; default none. */
   counters?: SessionCounters;
+  /** Whether the store holds a `session` record; default true when `written` is given. */
+  headed?: boolean;
   /** Called once when a write fails; the transcript then stops writing. */
   onWarning?: (message: string) => void;
   /** Milliseconds clock for the records' `at`; default `Date.now`. */
@@ -60,7 +62,7 @@ export class Transcript {
     this.#secrets = (options.secrets ?? []).filter((s) => s !== "");
     this.#written = [...(options.written ?? [])];
     this.#counters = options.counters === undefined ? "" : JSON.stringify(options.counters);
-    this.#headed = options.written !== undefined;
+    this.#headed = options.headed ?? options.written !== undefined;
   }
 
   /**
