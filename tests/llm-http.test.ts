@@ -141,7 +141,9 @@ describe("LLM response bodies are bounded (lib/llm/http.ts, lib/http/body.ts)", 
       'OpenAI-compatible request failed: unexpected content type "text/html; charset=utf-8" (HTTP 200; expected text/event-stream or application/json); the body was not read: check the base URL',
     );
     assert.equal(attempts, 1, "not retried");
-    assert.ok(record.bytes < 8 * MiB, `server sent ${record.bytes} bytes`);
+    // Not read at all: only what the kernel holds on loopback left the server (8.8 MB was seen
+    // under load, so the bound is the buffers', not a guess below them), far below the flood.
+    assert.ok(record.bytes < BUFFERED_ON_LOOPBACK, `server sent ${record.bytes} bytes`);
     assert.ok(closeMs < 1000, `socket closed ${closeMs} ms after the error`);
   });
 
@@ -160,7 +162,7 @@ describe("LLM response bodies are bounded (lib/llm/http.ts, lib/http/body.ts)", 
     const failing = await against({ status: 400, contentType: "text/plain", prefix: "Bad request: " });
     assert.ok(failing.error instanceof AgentError, String(failing.error));
     assert.match(failing.error.message, /^OpenAI-compatible request failed with status 400: Bad request: x{400}/);
-    assert.ok(failing.record.bytes < 8 * MiB, `server sent ${failing.record.bytes} bytes`);
+    assert.ok(failing.record.bytes < READ_AND_BUFFERED, `server sent ${failing.record.bytes} bytes`);
     assert.ok(failing.closeMs < 1000, `socket closed ${failing.closeMs} ms after the error`);
   });
 });
