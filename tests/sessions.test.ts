@@ -163,6 +163,18 @@ describe("restoreSession and repairHistory (SPEC 12.2)", () => {
       good("two"),
     ]);
     assert.equal(back.warnings.filter((w) => w.endsWith(": skipped")).length, bad.length);
+    const repaired = repairHistory([
+      { role: "assistant", text: "stray", toolCalls: [] },
+      { role: "user", text: "  " },
+      { role: "user", text: "go" },
+      {
+        role: "assistant",
+        text: "",
+        toolCalls: [{ id: "a", name: "t", arguments: {} }, { id: "a", name: "t", arguments: {} }],
+      },
+    ]);
+    assert.deepEqual(historyProblems(repaired.history), []);
+    assert.deepEqual(repaired.history.map((i) => i.role), ["user", "assistant", "tool"]);
     assert.deepEqual(historyProblems(back.history), []);
     assert.deepEqual(back.history.map((i) => i.role), ["user", "assistant", "tool", "user"]);
     assert.deepEqual(back.counters, { stopRejections: 0, prompts: 0, handoffs: 0, permissions: {} });
@@ -255,6 +267,59 @@ describe("fileSessionStore (SPEC 12.1)", () => {
       /on elsewhere/,
       "another host's lock is never judged from here",
     );
+  });
+
+  test("a resume after a cut-short last line writes on a new line: the next prompt is never swallowed", async () => {
+    const dir = tempDir();
+    const store = fileSessionStore({ dir });
+    const first = await createAgent({ model: recordingModel([{ text: "one" }]), sessionStore: store, cwd: "/p" });
+    await drain(first.prompt("first"));
+    await first.close();
+    const file = join(dir, `${first.sessionId}.jsonl`);
+    const text = readFileSync(file, "utf8");
+    writeFileSync(file, `${text}{"type":"items","at":"x","items":[{"ro`); // a kill mid-write
+    for (const prompt of ["second", "third"]) {
+      const model = recordingModel([{ text: "ok" }]);
+      const agent = await createAgent({ model, sessionStore: store, resume: first.sessionId });
+      await drain(agent.prompt(prompt));
+      await agent.close();
+      assert.deepEqual(historyProblems(model.seen[0]!), []);
+    }
+    const back = restoreSession(parseRecords(readFileSync(file, "utf8"), "t").records);
+    assert.deepEqual(back.history.filter((i) => i.role === "user").map((i) => (i as { text: string }).text), [
+      "first",
+      "second",
+      "third",
+    ]);
+  });
+
+  test("a takeover in progress refuses a second one; folder failures are AgentError config naming the folder", async () => {
+    const dir = tempDir();
+    const store = fileSessionStore({ dir, host: "here" });
+    writeFileSync(
+      join(dir, "s.jsonl"),
+      `${JSON.stringify({ type: "items", at, items: [{ role: "user", text: "x" }] })}\n`,
+    );
+    writeFileSync(join(dir, "s.lock"), JSON.stringify({ pid: 2 ** 30, host: "here", at }));
+    writeFileSync(join(dir, "s.lock.takeover"), "another process is taking it over");
+    await assert.rejects(
+      store.claim("s", { existing: true }),
+      (e: unknown) =>
+        e instanceof AgentError && e.code === "session" && /being claimed by another process/.test(e.message),
+    );
+    rmSync(join(dir, "s.lock.takeover"));
+    const writer = await store.claim("s", { existing: true });
+    await writer.close();
+    assert.deepEqual(readdirSync(dir).sort(), ["s.jsonl"]);
+    const file = join(dir, "s.jsonl");
+    const broken = fileSessionStore({ dir: join(file, "sub") });
+    for (const attempt of [broken.list(), broken.claim("a", { existing: false }), broken.read("a")]) {
+      await assert.rejects(
+        attempt,
+        (e: unknown) =>
+          e instanceof AgentError && e.code === "config" && /Cannot use the sessions folder .*sub/.test(e.message),
+      );
+    }
   });
 
   test("bad ids, unknown ids and an id that has a transcript are refused with code session", async () => {

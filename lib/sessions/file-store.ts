@@ -59,7 +59,7 @@ export function defaultSessionDir(
 export interface FileSessionStoreOptions {
   /** The folder, absolute; created (mode 0700) on the first write. Default {@link defaultSessionDir}. */
   dir?: string;
-  /** This machine's name in lock files; default `process.env.HOSTNAME` or `"localhost"`. */
+  /** This machine's name in lock files; default the OS's host name (`os.hostname()`). */
   host?: string;
 }
 
@@ -80,7 +80,7 @@ export function fileSessionStore(options: FileSessionStoreOptions = {}): Session
       "Cannot find a folder for session transcripts: set XDG_STATE_HOME or HOME, or choose one with SPROUT_AGENT_SESSION_DIR",
     );
   }
-  return new FileStore(dir, options.host ?? process.env["HOSTNAME"] ?? "localhost");
+  return new FileStore(dir, options.host ?? hostName());
 }
 
 interface LockInfo {
@@ -111,8 +111,23 @@ class FileStore implements SessionStore {
     try {
       return Promise.resolve(this.#claim(id, options));
     } catch (error) {
-      return Promise.reject(error);
+      return Promise.reject(this.#storageError(error));
     }
+  }
+
+  /**
+   * A file-system failure (the folder is a file, no permission, a transcript that is a folder)
+   * as an `AgentError` `config` naming the folder: the CLI's one-line error with exit 2, and
+   * for a new session a warning (SPEC 12.1). The store's own refusals pass through.
+   */
+  #storageError(error: unknown): unknown {
+    if (error instanceof AgentError) return error;
+    return new AgentError(
+      "config",
+      `Cannot use the sessions folder ${this.location} (SPROUT_AGENT_SESSION_DIR): ${
+        (error as Error)?.message ?? String(error)
+      }`,
+    );
   }
 
   #claim(id: string, { existing }: { existing: boolean }): SessionWriter {
@@ -151,11 +166,43 @@ class FileStore implements SessionStore {
             "end that process first, or remove the lock file if it is gone",
         );
       }
-      // The holder is gone (or the lock is unreadable): take it over.
-      fs.remove(lock);
-      fs.createNew(lock, text, FILE_MODE);
+      // The holder is gone (or the lock is unreadable): take it over, one process at a time.
+      this.#takeOver(id, lock, text);
     }
     return new FileWriter(fs, transcript, lock, text);
+  }
+
+  /**
+   * Replaces a stale lock with ours. Two processes that both judged it stale must not both
+   * win: the takeover itself is claimed by `<id>.lock.takeover` (created exclusively), the
+   * lock is read again under it, and any "file exists" is a refusal.
+   */
+  #takeOver(id: string, lock: string, text: string): void {
+    const fs = this.#files;
+    const guard = `${lock}.takeover`;
+    const busy = () =>
+      new AgentError("session", `Session ${JSON.stringify(id)} is being claimed by another process (${lock})`);
+    try {
+      fs.createNew(guard, text, FILE_MODE);
+    } catch (error) {
+      if (!isExists(error)) throw error;
+      // A takeover left by a process that died in it (older than a fresh claim) is removed; retry later.
+      if (Date.now() - lockAge(fs, guard) >= FRESH_LOCK_MS) fs.remove(guard);
+      throw busy();
+    }
+    try {
+      const holder = readLock(fs, lock);
+      if (holder !== undefined && (holder.host !== this.#host || alive(holder.pid))) throw busy();
+      fs.remove(lock);
+      try {
+        fs.createNew(lock, text, FILE_MODE);
+      } catch (error) {
+        if (isExists(error)) throw busy();
+        throw error;
+      }
+    } finally {
+      fs.remove(guard);
+    }
   }
 
   read(id: string): Promise<SessionRead | undefined> {
@@ -165,7 +212,7 @@ class FileStore implements SessionStore {
       return Promise.resolve(parseRecords(text, `session ${JSON.stringify(id)}`));
     } catch (error) {
       if (isNotFound(error)) return Promise.resolve(undefined);
-      return Promise.reject(error);
+      return Promise.reject(this.#storageError(error));
     }
   }
 
@@ -176,7 +223,7 @@ class FileStore implements SessionStore {
       names = fs.list(this.location);
     } catch (error) {
       if (isNotFound(error)) return Promise.resolve({ sessions: [], warnings: [] });
-      return Promise.reject(error);
+      return Promise.reject(this.#storageError(error));
     }
     const sessions: SessionInfo[] = [];
     const warnings: string[] = [];
@@ -227,7 +274,13 @@ class FileWriter implements SessionWriter {
     if (this.#closed) return Promise.reject(new AgentError("session", "Cannot write the transcript: it is closed"));
     if (records.length === 0) return Promise.resolve();
     try {
-      this.#fs.append(this.#transcript, records.map(recordLine).join(""), FILE_MODE);
+      let text = records.map(recordLine).join("");
+      if (!this.#created) {
+        // A line cut short by a kill stays its own damaged line: what follows starts a new one.
+        const before = existingText(this.#fs, this.#transcript);
+        if (before !== "" && !before.endsWith("\n")) text = `\n${text}`;
+      }
+      this.#fs.append(this.#transcript, text, FILE_MODE);
       if (!this.#created) {
         // A file made under another umask, or by an older version, becomes the owner's only.
         this.#created = true;
@@ -252,12 +305,33 @@ class FileWriter implements SessionWriter {
   }
 }
 
+/** This machine's name for lock files: the OS's (`os.hostname()`), else `$HOSTNAME`, else `localhost`. */
+function hostName(): string {
+  try {
+    const name = process.getBuiltinModule?.("node:os")?.hostname();
+    if (typeof name === "string" && name !== "") return name;
+  } catch {
+    // Deno without --allow-sys: fall back to the environment.
+  }
+  return process.env["HOSTNAME"] || "localhost";
+}
+
 function checkId(id: string): void {
   if (typeof id !== "string" || !SESSION_ID_PATTERN.test(id)) {
     throw new AgentError(
       "session",
       `Invalid session id ${JSON.stringify(id)}: 1 to 128 letters, digits, _, - or . (not starting with .)`,
     );
+  }
+}
+
+/** The file's text, `""` when it does not exist. */
+function existingText(fs: StoreFs, path: string): string {
+  try {
+    return fs.readText(path);
+  } catch (error) {
+    if (isNotFound(error)) return "";
+    throw error;
   }
 }
 

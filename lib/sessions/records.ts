@@ -250,12 +250,14 @@ function itemProblem(value: unknown): string | undefined {
       const calls = item["toolCalls"];
       const callsOk = Array.isArray(calls) &&
         calls.every((c) =>
-          isObject(c) && typeof c.id === "string" && c.id !== "" && typeof c.name === "string" && isObject(c.arguments)
+          isObject(c) && typeof c.id === "string" && c.id !== "" && typeof c.name === "string" &&
+          /^[a-zA-Z0-9_-]{1,64}$/.test(c.name) && isObject(c.arguments)
         );
       const native = item["native"];
+      const content = (native as { content?: unknown } | undefined)?.content;
       const nativeOk = native === undefined ||
         (isObject(native) && typeof (native as { provider?: unknown }).provider === "string" &&
-          Array.isArray((native as { content?: unknown }).content));
+          Array.isArray(content) && content.every(isObject));
       return typeof item["text"] === "string" && callsOk && nativeOk ? undefined : "is a malformed assistant item";
     }
     case "tool": {
@@ -291,20 +293,34 @@ export function repairHistory(history: readonly HistoryItem[]): { history: Histo
   const warnings: string[] = [];
   let interrupted = 0;
   const seen = new Set<string>();
+  let started = false;
   for (const original of history) {
     let item = original;
+    // A history starts with a user item, and a user item has text: APIs refuse anything else.
+    if (item.role === "user" && item.text.trim() === "") {
+      warnings.push("dropped a user item without text");
+      continue;
+    }
     if (item.role === "tool") {
       if (!calls.has(item.toolCallId)) warnings.push(`dropped a tool result without its call (${item.toolCallId})`);
       continue;
     }
+    if (!started && item.role !== "user") {
+      warnings.push(`dropped an ${item.role} item before the first user item`);
+      continue;
+    }
+    started = true;
     if (item.role === "assistant") {
       // A call id seen before (a damaged or hand-edited transcript) would repeat in the request.
-      const fresh = item.toolCalls.filter((c) => !seen.has(c.id));
+      const fresh = item.toolCalls.filter((c) => {
+        if (seen.has(c.id)) return false;
+        seen.add(c.id);
+        return true;
+      });
       if (fresh.length < item.toolCalls.length) {
         warnings.push(`dropped ${item.toolCalls.length - fresh.length} repeated tool call id(s)`);
         item = { ...item, toolCalls: fresh };
       }
-      for (const call of fresh) seen.add(call.id);
       // An assistant item with nothing to send would be an empty message, which APIs refuse.
       if (item.text.trim() === "" && item.toolCalls.length === 0 && (item.native?.content.length ?? 0) === 0) continue;
     }
