@@ -30,7 +30,7 @@ export interface BridgeOptions {
   env: Record<string, string | undefined>;
   /** Reads a file for `loadConfig` (`SPROUT_AGENT_SYSTEM_PROMPT_FILE`). */
   readFile: (path: string) => string;
-  /** The folder when the payload names none, absolute. */
+  /** The bridge's folder, absolute: stdio servers start there, and `_meta.cwd` is it when the payload names none. */
   cwd: string;
   /** The folder of the `_Stop` budget files (`bridgeStateDir`); `undefined`: nothing is kept. */
   stateDir: string | undefined;
@@ -135,7 +135,9 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
     sessionId: event.sessionId ?? `hook-bridge-${crypto.randomUUID()}`,
     initTimeoutMs: config.mcpInitTimeoutMs,
     maxLineBytes: config.maxLineBytes,
-    cwd: event.cwd ?? options.cwd,
+    // The bridge's own folder (the host starts it in the project): the payload's `cwd` is only
+    // reported, so a stdio server never depends on a path the host merely names.
+    cwd: options.cwd,
     env: options.env,
     onWarning: (message) => notes.push(message),
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
