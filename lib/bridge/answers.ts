@@ -6,7 +6,7 @@
  */
 
 import { combinePreToolUse, type HookDecision, type ToolCallVerdict } from "../hooks/decisions.ts";
-import type { HookName } from "../hooks/points.ts";
+import { HOOK_POINTS, type HookName } from "../hooks/points.ts";
 import type { HookResult } from "../hooks/runner.ts";
 import { HOST_TITLES, type HostName } from "./hosts.ts";
 
@@ -58,6 +58,7 @@ export function combineResults(
   isRequired: (server: string) => boolean,
 ): BridgeAnswer {
   const answer: BridgeAnswer = { notes: [] };
+  const effect = HOOK_POINTS[hook].effect;
   for (const r of results) {
     if (r.message !== undefined) answer.notes.push(r.message);
     const system = r.decision?.systemMessage?.trim();
@@ -69,9 +70,9 @@ export function combineResults(
   }
   const said = results.filter((r) => r.outcome === "objection" && r.text !== undefined);
   const lines = (list: readonly HookResult[]) => list.map((r) => noteText(hook, r.server, r.text!)).join("\n");
-  if (hook === "_Stop") {
+  if (effect === "objection") {
     if (said.length > 0 && halted === undefined) answer.block = lines(said);
-  } else if (hook === "_PreToolUse") {
+  } else if (effect === "deny") {
     const unread = (r: HookResult) =>
       r.outcome === "none" && r.message !== undefined &&
       (r.decision === undefined || Object.keys(r.decision).length === 0);
@@ -102,7 +103,7 @@ export function combineResults(
       answer.permission = { decision: "allow" };
       if (combined.updatedInput !== undefined) answer.permission.updatedInput = combined.updatedInput;
     }
-  } else if (hook === "_PostToolUse") {
+  } else if (effect === "append") {
     const list = verdicts(results, (text) => ({ additionalContext: text }));
     const context = list.flatMap((v) =>
       (v.decision.additionalContext ?? "").trim() === ""
@@ -116,7 +117,7 @@ export function combineResults(
       const names = rewrites.map((v) => JSON.stringify(v.server)).join(" and ");
       answer.replaceResult = `[result withheld: conflicting rewrites of the result from ${names}]`;
     } else if (distinct.length === 1) answer.replaceResult = distinct[0]!;
-  } else if (hook === "_SessionStart" || hook === "_UserPromptSubmit") {
+  } else if (effect === "injection") {
     if (said.length > 0) answer.context = lines(said);
   } else {
     // _PreCompact's guidance and _SessionEnd's text: no host takes them from a command hook.
@@ -140,15 +141,16 @@ export interface HostOutput {
  * become a deny (neither host's hooks can ask or rewrite there, and passing the call silently
  * would fail open); Copilot CLI reads only `preToolUse`'s and the stops' answers.
  * @example
- * hostOutput("claude", "Stop", "_Stop", { block: "…", notes: [] }).json // { decision: "block", reason: "…" }
+ * hostOutput("claude", "SubagentStop", "_Stop", { block: "…", notes: [] }).json // { decision: "block", reason: "…" }
  */
 export function hostOutput(host: HostName, event: string, hook: HookName, answer: BridgeAnswer): HostOutput {
   const stderr = [...answer.notes];
+  const effect = HOOK_POINTS[hook].effect;
   const json: Record<string, unknown> = {};
   const title = HOST_TITLES[host];
   const lost = (what: string) => stderr.push(`${title}'s ${event} hook cannot take ${what}: not delivered`);
   let context = answer.context;
-  if (answer.replaceResult !== undefined && !(host === "gemini" && hook === "_PostToolUse")) {
+  if (answer.replaceResult !== undefined && !(host === "gemini" && effect === "append")) {
     // Only Gemini CLI lets a command hook replace a tool's result: elsewhere the model reads it as context.
     const note = `The hook replaced the tool's result with: ${answer.replaceResult}`;
     context = context === undefined ? note : `${context}\n${note}`;
@@ -170,12 +172,12 @@ export function hostOutput(host: HostName, event: string, hook: HookName, answer
 
   if (host === "copilot") {
     if (answer.halt !== undefined) stderr.push(`halt not delivered (Copilot CLI's hooks cannot halt): ${answer.halt}`);
-    if (hook === "_PreToolUse" && permission !== undefined) {
+    if (effect === "deny" && permission !== undefined) {
       json.permissionDecision = permission.decision;
       if (permission.reason !== undefined) json.permissionDecisionReason = permission.reason;
       if (permission.updatedInput !== undefined) json.modifiedArgs = permission.updatedInput;
       if (context !== undefined) lost(`additionalContext (${context})`);
-    } else if (hook === "_Stop" && answer.block !== undefined) {
+    } else if (effect === "objection" && answer.block !== undefined) {
       json.decision = "block";
       json.reason = answer.block;
     } else if (/Failure$/.test(event) && context !== undefined) {
@@ -185,12 +187,12 @@ export function hostOutput(host: HostName, event: string, hook: HookName, answer
   }
 
   const specific: Record<string, unknown> = {};
-  if (hook === "_Stop") {
+  if (effect === "objection") {
     if (answer.block !== undefined) {
       json.decision = host === "gemini" ? "deny" : "block";
       json.reason = answer.block;
     }
-  } else if (hook === "_PreToolUse") {
+  } else if (effect === "deny") {
     if (host === "gemini") {
       if (permission?.decision === "deny") {
         json.decision = "deny";
@@ -206,13 +208,13 @@ export function hostOutput(host: HostName, event: string, hook: HookName, answer
       }
       if (context !== undefined) specific.additionalContext = context;
     }
-  } else if (hook === "_PostToolUse") {
+  } else if (effect === "append") {
     if (host === "gemini" && answer.replaceResult !== undefined) {
       json.decision = "deny";
       json.reason = answer.replaceResult;
     }
     if (context !== undefined) specific.additionalContext = context;
-  } else if (hook === "_SessionStart" || hook === "_UserPromptSubmit") {
+  } else if (effect === "injection") {
     if (context !== undefined) specific.additionalContext = context;
   }
   if (Object.keys(specific).length > 0) {
@@ -223,7 +225,7 @@ export function hostOutput(host: HostName, event: string, hook: HookName, answer
     json.stopReason = answer.halt;
   }
   // Codex's SessionEnd publishes no output schema: it gets nothing on stdout.
-  const quiet = host === "codex" && hook === "_SessionEnd";
+  const quiet = host === "codex" && effect === "log";
   if (answer.notes.length > 0 && !quiet) json.systemMessage = answer.notes.join("\n");
   return { json: Object.keys(json).length === 0 || quiet ? undefined : json, stderr };
 }

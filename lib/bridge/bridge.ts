@@ -8,7 +8,7 @@
  */
 
 import { type Config, hooksEnabledFor, loadConfig } from "../config/config.ts";
-import type { HookMeta, HookName } from "../hooks/points.ts";
+import { HOOK_POINTS, type HookMeta, type HookName } from "../hooks/points.ts";
 import { HookRunner } from "../hooks/runner.ts";
 import { createRegistry } from "../mcp/registry.ts";
 import type { McpServerConfig } from "../mcp/types.ts";
@@ -88,6 +88,7 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
   }
   const hook = event.hook;
   if (hook === undefined) return { host, json: undefined, stderr: [] };
+  const effect = HOOK_POINTS[hook].effect;
   const done = (answer: BridgeAnswer): BridgeResult => ({ host, hook, ...hostOutput(host, event.event, hook, answer) });
   let config: Config;
   let servers: McpServerConfig[];
@@ -105,7 +106,7 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
     ? undefined
     : stopBudget(options.stateDir, host, event.sessionId);
   const used = budget?.used() ?? 0;
-  if (hook === "_Stop") {
+  if (effect === "objection") {
     if (max === 0) return done({ notes: [] });
     if (used >= max) {
       return {
@@ -146,7 +147,7 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
     for (const f of failures) notes.push(f.message);
     // A required guard that could not start does not pass silently at a tool point (SPEC 3.1).
     const requiredDown = failures.filter((f) => servers.find((s) => s.name === f.server)?.required === true);
-    if (hook === "_PreToolUse" && requiredDown.length > 0) {
+    if (effect === "deny" && requiredDown.length > 0) {
       const names = requiredDown.map((f) => f.server).join(", ");
       const why = requiredDown.map((f) => f.message).join("; ");
       return done({
@@ -157,14 +158,14 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
         notes,
       });
     }
-    const session = hook === "_SessionStart" || hook === "_SessionEnd";
+    const session = event.source !== undefined || effect === "log";
     const meta: HookMeta = {
       round: session ? 0 : 1,
       rejectionsUsed: used,
       rejectionsLeft: Math.max(0, max - used),
       cwd: event.cwd ?? options.cwd,
       lastAssistantText: event.lastAssistantText,
-      afterObjection: hook === "_Stop" && event.stopHookActive,
+      afterObjection: effect === "objection" && event.stopHookActive,
       prompt: session ? 0 : 1,
     };
     if (event.source !== undefined) meta.source = event.source;
@@ -174,7 +175,7 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
     const results = await runner.run(hook, meta, event.toolCall === undefined ? {} : { toolName: event.toolCall.name });
     const answer = combineResults(hook, results, (server) => registry.isRequired(server));
     answer.notes.unshift(...notes);
-    if (hook === "_Stop" && answer.block !== undefined && budget !== undefined) {
+    if (effect === "objection" && answer.block !== undefined && budget !== undefined) {
       try {
         budget.spend();
       } catch (error) {
@@ -182,7 +183,7 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
         if (event.stopHookActive) delete answer.block;
       }
     }
-    if (hook === "_SessionEnd") budget?.forget();
+    if (effect === "log") budget?.forget();
     return done(answer);
   } catch (error) {
     return failOpen(host, errorText(error));

@@ -5,8 +5,7 @@
  * @module
  */
 
-import type { HookName, HookToolCall } from "../hooks/points.ts";
-import { MAX_HOOK_CONTEXT_TEXT_BYTES } from "../hooks/points.ts";
+import { HOOK_POINTS, type HookName, type HookToolCall, MAX_HOOK_CONTEXT_TEXT_BYTES } from "../hooks/points.ts";
 import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
 import { clampUtf8 } from "../util/utf8.ts";
 
@@ -212,8 +211,8 @@ const cut = (text: string) => clampUtf8(text, MAX_HOOK_CONTEXT_TEXT_BYTES, TRUNC
  * camelCase payloads carry none. Throws `Error` with a message for people when the payload is
  * no event of `host` it can read.
  * @example
- * readEvent("claude", { hook_event_name: "Stop", session_id: "s1", cwd: "/p", stop_hook_active: false })
- * // { host: "claude", event: "Stop", hook: "_Stop", sessionId: "s1", cwd: "/p", lastAssistantText: "", stopHookActive: false }
+ * readEvent("claude", { hook_event_name: "SubagentStop", session_id: "s1", cwd: "/p", stop_hook_active: false })
+ * // { host: "claude", event: "SubagentStop", hook: "_Stop", sessionId: "s1", cwd: "/p", lastAssistantText: "", stopHookActive: false }
  */
 export function readEvent(host: HostName, payload: Record<string, unknown>, event?: string): BridgeEvent {
   const name = event ?? str(payload, "hook_event_name") ?? (host === "copilot" ? copilotEventOf(payload) : undefined);
@@ -231,10 +230,12 @@ export function readEvent(host: HostName, payload: Record<string, unknown>, even
     lastAssistantText: cut(str(payload, "last_assistant_message") ?? str(payload, "prompt_response") ?? ""),
     stopHookActive: payload.stop_hook_active === true,
   };
-  if (hook === "_SessionStart") {
+  const effect = hook === undefined ? undefined : HOOK_POINTS[hook].effect;
+  // _SessionStart is the injecting point whose payload has a `source`.
+  if (effect === "injection" && typeof payload.source === "string") {
     out.source = payload.source === "resume" || payload.source === "compact" ? "resume" : "startup";
   }
-  if (hook === "_PreToolUse" || hook === "_PostToolUse") {
+  if (effect === "deny" || effect === "append") {
     const toolName = str(payload, "tool_name") ?? str(payload, "toolName");
     if (toolName === undefined) {
       throw new Error(`Cannot read the ${HOST_TITLES[host]} ${name} event: it names no tool`);
@@ -243,7 +244,7 @@ export function readEvent(host: HostName, payload: Record<string, unknown>, even
     const id = str(payload, "tool_use_id") ?? str(payload, "tool_call_id") ?? str(payload, "toolCallId") ??
       `${host}-${crypto.randomUUID()}`;
     out.toolCall = hostToolCall(host, toolName, input, id);
-    if (hook === "_PostToolUse") {
+    if (effect === "append") {
       const failed = typeof payload.error === "string" || /Failure$/.test(name);
       const response = payload.tool_response ?? payload.tool_result ?? payload.toolResult;
       const record = typeof response === "object" && response !== null ? response as Record<string, unknown> : {};
