@@ -9,12 +9,22 @@ import { acpGroup } from "./groups/acp.ts";
 import { coldGroup } from "./groups/cold.ts";
 import { hooksGroup } from "./groups/hooks.ts";
 import { httpGroup } from "./groups/http.ts";
+import { bridgeGroup } from "./groups/bridge.ts";
 import { loopGroup } from "./groups/loop.ts";
 import { mcpGroup } from "./groups/mcp.ts";
 import { toolsGroup } from "./groups/tools.ts";
 
 /** Every group, in table order. */
-export const GROUPS: readonly Group[] = [hooksGroup, toolsGroup, mcpGroup, loopGroup, coldGroup, acpGroup, httpGroup];
+export const GROUPS: readonly Group[] = [
+  hooksGroup,
+  toolsGroup,
+  mcpGroup,
+  loopGroup,
+  coldGroup,
+  acpGroup,
+  httpGroup,
+  bridgeGroup,
+];
 
 /** Options of {@link runBench}. */
 export interface BenchOptions {

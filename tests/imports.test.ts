@@ -133,6 +133,7 @@ const LAYERS = [
   "context",
   "agent",
   "acp",
+  "bridge",
   "cli",
   "testing",
 ] as const;

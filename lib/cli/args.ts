@@ -18,6 +18,11 @@ Usage:
   cli.ts sessions [--json]                            list the saved sessions, newest first
   cli.ts hooks [--mcp-config FILE] [--json]           list the servers' hooks and call each enabled one once,
                                                       as a dry run (exit 1 when one breaks the contract)
+  cli.ts hook-bridge [--host claude|codex|gemini|copilot] [--event NAME] [--mcp-config FILE]
+                                                      a command hook for another agent: its event on stdin
+                                                      through the hook servers, its answer on stdout (exits 0)
+  cli.ts hook-bridge --print-config claude|codex|gemini|copilot [--command CMD]
+                                                      print the host's settings that run the bridge
   cli.ts acp [--mcp-config FILE] [--allow|--ask|--deny GLOB]…
                                                       serve the Agent Client Protocol on stdin/stdout (the
                                                       file's servers join every session's; asks go to the client)
@@ -33,7 +38,7 @@ Options:
   --resume ID         go on with session ID (sprout-agent sessions lists them)
 
 Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 3 a required server could not
-start, 130/143 after SIGINT/SIGTERM, 141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
+start (hook-bridge exits 0 whatever fails: it fails open), 130/143 after SIGINT/SIGTERM, 141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
 (giving up once it has taken nothing for 5 s).
 
 Environment (default in brackets):

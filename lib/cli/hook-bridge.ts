@@ -1,0 +1,100 @@
+/**
+ * `cli.ts hook-bridge`: a command hook for Claude Code, Codex, Gemini CLI and Copilot CLI that
+ * runs the host's event through our MCP hook servers (lib/bridge/, docs/BRIDGE.md), and
+ * `--print-config HOST`, the settings that install it. It exits 0 for every failure of its own
+ * (a host reads exit status 2 as "block"): a bad flag, configuration or payload, or a server that
+ * cannot be reached, fails open with a message on stderr.
+ * @module
+ */
+
+import process from "node:process";
+import { runBridge } from "../bridge/bridge.ts";
+import { bridgeStateDir } from "../bridge/budget.ts";
+import { type HostName, HOSTS } from "../bridge/hosts.ts";
+import { CONFIG_FILES, hookSettings } from "../bridge/snippets.ts";
+import { readText } from "./files.ts";
+import { stderr, stdout } from "./io.ts";
+import { loadServers } from "./servers.ts";
+
+/** The arguments of `hook-bridge`. */
+interface BridgeArgs {
+  host?: HostName;
+  event?: string;
+  mcpConfig?: string;
+  printConfig?: HostName;
+  command?: string;
+}
+
+/** The flags of `hook-bridge`, each with a value. */
+const FLAGS = ["--host", "--event", "--mcp-config", "--print-config", "--command"];
+
+/** Parses the flags; returns a message for people instead of throwing (a throw would exit 2). */
+function parseBridgeArgs(args: readonly string[]): BridgeArgs | string {
+  const out: BridgeArgs = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [
+      arg,
+      undefined,
+    ];
+    if (!FLAGS.includes(flag!)) {
+      return `Unknown flag ${JSON.stringify(arg)}: hook-bridge takes ${FLAGS.join(", ")}`;
+    }
+    const value = inline ?? args[++i];
+    if (value === undefined || value === "") return `Missing value for ${flag}`;
+    if (flag === "--host" || flag === "--print-config") {
+      if (!(HOSTS as readonly string[]).includes(value)) {
+        return `Invalid ${flag} ${JSON.stringify(value)}: expected one of ${HOSTS.join(", ")}`;
+      }
+      if (flag === "--host") out.host = value as HostName;
+      else out.printConfig = value as HostName;
+    } else if (flag === "--event") out.event = value;
+    else if (flag === "--mcp-config") out.mcpConfig = value;
+    else if (flag === "--command") out.command = value;
+    else {return `Unknown flag ${
+        JSON.stringify(arg)
+      }: hook-bridge takes --host, --event, --mcp-config, --print-config, --command`;}
+  }
+  return out;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Uint8Array);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** `cli.ts hook-bridge ARGS…`. Resolves with the exit status: 0, except 1 for a bad `--print-config` line. Never throws. */
+export async function hookBridge(args: string[]): Promise<number> {
+  const parsed = parseBridgeArgs(args);
+  if (typeof parsed === "string") {
+    // Even a wrong line in a host's settings must not block the host's agent: fail open.
+    stderr().write(`sprout-agent hook-bridge: ${parsed} (see --help; failing open: nothing was blocked)\n`);
+    return args.includes("--print-config") ? 1 : 0;
+  }
+  if (parsed.printConfig !== undefined) {
+    const settings = hookSettings(parsed.printConfig, parsed.command);
+    stderr().write(`# Merge into ${CONFIG_FILES[parsed.printConfig]}\n`);
+    stdout().write(`${JSON.stringify(settings, null, 2)}\n`);
+    return 0;
+  }
+  try {
+    const input = await readStdin();
+    const result = await runBridge({
+      ...(parsed.host === undefined ? {} : { host: parsed.host }),
+      ...(parsed.event === undefined ? {} : { event: parsed.event }),
+      input,
+      servers: () => loadServers(parsed.mcpConfig).servers,
+      env: process.env,
+      readFile: readText,
+      cwd: process.cwd(),
+      stateDir: bridgeStateDir(process.env),
+    });
+    for (const line of result.stderr) stderr().write(`${line}\n`);
+    if (result.json !== undefined) stdout().write(`${JSON.stringify(result.json)}\n`);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    stderr().write(`sprout-agent hook-bridge: ${message} (failing open: nothing was blocked)\n`);
+  }
+  return 0;
+}
