@@ -11,6 +11,7 @@ import {
   decodeResult,
   initializeLegacy,
   knownEra,
+  nudgeParams,
   probeEra,
   readDiscover,
   remainingMs,
@@ -274,6 +275,10 @@ export class Connection implements McpConnection {
       stdio: this.#proc !== undefined,
       alive: () => this.#proc?.alive ?? true,
       meta: (version) => this.#meta(undefined, version),
+      // Only a stdio server being detected is nudged: over HTTP each POST has its own answer.
+      nudge: this.#proc !== undefined && fallback
+        ? (version) => void this.#peer.notify("notifications/cancelled", nudgeParams(this.#meta(undefined, version))).catch(() => {})
+        : undefined,
       // A stdio server that ignores unknown requests never answers the probe (SPEC 10).
       timeoutMessage: () =>
         this.#initTimeoutMessage(
