@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-explicit-any
 /**
  * Streamable HTTP resumption after any interruption (SPEC section 10, issue 25): a server that
  * resets the connection in the middle of an SSE event, on the POST's stream and on the

@@ -159,7 +159,10 @@ describe("version negotiation", () => {
     }
     const sent = readFileSync(wire, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
     const untilList = sent.slice(0, sent.findIndex((m) => m.method === "tools/list"));
-    assert.deepEqual(untilList.filter((m) => m.id !== undefined).map((m) => m.method), ["server/discover", "initialize"]);
+    assert.deepEqual(untilList.filter((m) => m.id !== undefined).map((m) => m.method), [
+      "server/discover",
+      "initialize",
+    ]);
   });
 
   test("no common version: the error names the server's versions and the agent's", async () => {
@@ -215,10 +218,16 @@ describe("stray error answers (lib/mcp/jsonrpc.ts)", () => {
 });
 
 describe("ACP sessions pin a server's era (lib/acp/params.ts)", () => {
-  test('_meta["sprout-agent/protocol"] in an mcpServers entry becomes the server\'s protocol; a bad value is -32602', async () => {
+  test('_meta["sprout-agent/protocol"] in an mcpServers entry becomes the server\'s protocol; a bad value is -32602', () => {
     const [stdio, http, plain] = acpServers([
       { name: "s", command: "node", args: [], env: [], _meta: { "sprout-agent/protocol": "legacy" } },
-      { type: "http", name: "h", url: "http://127.0.0.1:1/mcp", headers: [], _meta: { "sprout-agent/protocol": "modern" } },
+      {
+        type: "http",
+        name: "h",
+        url: "http://127.0.0.1:1/mcp",
+        headers: [],
+        _meta: { "sprout-agent/protocol": "modern" },
+      },
       { name: "p", command: "node", args: [], env: [], _meta: { other: 1 } },
     ], "/tmp");
     assert.equal(stdio!.protocol, "legacy");

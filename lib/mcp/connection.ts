@@ -277,7 +277,8 @@ export class Connection implements McpConnection {
       meta: (version) => this.#meta(undefined, version),
       // Only a stdio server being detected is nudged: over HTTP each POST has its own answer.
       nudge: this.#proc !== undefined && fallback
-        ? (version) => void this.#peer.notify("notifications/cancelled", nudgeParams(this.#meta(undefined, version))).catch(() => {})
+        ? (version) =>
+          void this.#peer.notify("notifications/cancelled", nudgeParams(this.#meta(undefined, version))).catch(() => {})
         : undefined,
       // A stdio server that ignores unknown requests never answers the probe (SPEC 10).
       timeoutMessage: () =>
