@@ -9,6 +9,8 @@
  * both lists; an ACP `mcpServers` entry pins an era through `_meta`. CASES C35.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -20,7 +22,7 @@ import { JsonRpcPeer } from "../lib/mcp/jsonrpc.ts";
 import type { JsonRpcMessage } from "../lib/mcp/jsonrpc.ts";
 import type { McpConnectOptions, McpServerConfig } from "../lib/mcp/types.ts";
 import { AgentError } from "../lib/util/errors.ts";
-import { fixtures, rawServer, textOf } from "./fixtures/mcp/helpers.ts";
+import { fixtures, rawServer, textOf, waitFor } from "./fixtures/mcp/helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "sprout-legacy-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -163,6 +165,62 @@ describe("version negotiation", () => {
       "server/discover",
       "initialize",
     ]);
+  });
+
+  test("over HTTP, after -32022: discover, initialize and its notification before tools/list; the GET stream after it", async () => {
+    const log: string[] = [];
+    const server = createServer((req, res) => {
+      let raw = "";
+      req.on("data", (c) => (raw += c));
+      req.on("end", () => {
+        const body = raw === "" ? undefined : JSON.parse(raw);
+        log.push(`${req.method} ${body?.method ?? ""}`.trim());
+        const json = (status: number, message: unknown) => {
+          res.writeHead(status, { "content-type": "application/json", "mcp-session-id": "S1" });
+          res.end(JSON.stringify(message));
+        };
+        if (body === undefined) return void res.writeHead(req.method === "DELETE" ? 200 : 405).end();
+        if (body.id === undefined) return void res.writeHead(202).end();
+        if (body.method === "server/discover") {
+          return json(400, {
+            jsonrpc: "2.0",
+            id: body.id,
+            error: {
+              code: -32022,
+              message: "Unsupported protocol version: 2026-07-28",
+              data: { supported: ["2025-11-25"], requested: "2026-07-28" },
+            },
+          });
+        }
+        if (body.method === "initialize") {
+          return json(200, {
+            jsonrpc: "2.0",
+            id: body.id,
+            result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "h", version: "0" } },
+          });
+        }
+        json(200, { jsonrpc: "2.0", id: body.id, result: { tools: [] } });
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+      const c = await connectMcp({ name: "h", transport: { type: "http", url, headers: {} } }, options());
+      try {
+        assert.deepEqual(await c.listTools(), []);
+        assert.ok(await waitFor(() => log.includes("GET"), 10_000), "the standalone stream was opened");
+      } finally {
+        await c.close();
+      }
+      assert.deepEqual(log.slice(0, log.indexOf("POST tools/list")), [
+        "POST server/discover",
+        "POST initialize",
+        "POST notifications/initialized",
+      ]);
+      assert.ok(log.indexOf("GET") > log.indexOf("POST tools/list"));
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   test("no common version: the error names the server's versions and the agent's", async () => {

@@ -313,7 +313,7 @@ export class Connection implements McpConnection {
     if (this.#http) this.#http.legacyVersion = version;
     if (serverInfo) this.serverInfo = serverInfo;
     await this.#peer.notify("notifications/initialized", {});
-    this.#http?.listen();
+    this.#http?.listenAfterNextRequest();
   }
 
   async #request(
