@@ -5,7 +5,7 @@
  * resuming GET's, is resumed with `Last-Event-ID` (the last whole event's id) within the
  * budget, and every message, the answer included, is handed on once, also when the server
  * replays events already read. Past the budget, or with no id to resume from, the call fails
- * naming the interruption. CASES C36.
+ * naming the interruption. CASES C42.
  */
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
@@ -100,7 +100,7 @@ async function call(tool: string, gets: Array<"cut" | "finish" | "replay">): Pro
 const gets = () => log.filter((l) => l.method === "GET" && l.lastEventId !== undefined).map((l) => l.lastEventId);
 
 describe("Streamable HTTP: a stream cut in the middle of an event is resumed (lib/mcp/http.ts)", () => {
-  test("a reset inside the answer's event: resumed after the last whole event, the answer once", async () => {
+  test("C42 a reset inside the answer's event: resumed after the last whole event, the answer once", async () => {
     const { text, changes, c } = await call("t", ["finish"]);
     try {
       assert.equal(await text, "resumed after e1");
@@ -111,7 +111,7 @@ describe("Streamable HTTP: a stream cut in the middle of an event is resumed (li
     }
   });
 
-  test("the resuming GET reset too: resumed again, within the budget", async () => {
+  test("C42 the resuming GET reset too: resumed again, within the budget", async () => {
     const { text, c } = await call("t", ["cut", "cut", "finish"]);
     try {
       assert.equal(await text, "resumed after e1");
@@ -121,7 +121,7 @@ describe("Streamable HTTP: a stream cut in the middle of an event is resumed (li
     }
   });
 
-  test("a server that replays events already read: each message is handed on once", async () => {
+  test("C42 a server that replays events already read: each message is handed on once", async () => {
     const { text, changes, c } = await call("t", ["replay"]);
     try {
       assert.equal(await text, "resumed after e1");

@@ -6,7 +6,7 @@
  * each citing its source; the nudge costs a modern server that is slow to start nothing (it is
  * started once and detected modern: tests/mcp-client.test.ts "a stdio server slow to answer
  * its first request by 3 s…"); -32022 needs no more than `initialize`; no common version names
- * both lists; an ACP `mcpServers` entry pins an era through `_meta`. CASES C35.
+ * both lists; an ACP `mcpServers` entry pins an era through `_meta`. CASES C41.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -82,7 +82,7 @@ async function connectsAlone(config: McpServerConfig, version: string): Promise<
 const FEW_SECONDS = 15_000;
 
 describe("legacy servers that answer the probe badly connect with no configuration", () => {
-  test("the Python SDK mcp 1.0.0–1.9.3: silent on server/discover, it exits on the nudge and is started again in legacy", async () => {
+  test("C41 the Python SDK mcp 1.0.0–1.9.3: silent on server/discover, it exits on the nudge and is started again in legacy", async () => {
     const server = legacy("python", "python-mcp-1.9.3.mjs");
     const ms = await connectsAlone(server.config, "2025-03-26");
     assert.ok(ms < FEW_SECONDS, `connected in ${ms} ms`);
@@ -92,14 +92,14 @@ describe("legacy servers that answer the probe badly connect with no configurati
     assert.deepEqual(methods.slice(2, 4), ["initialize", "notifications/initialized"], "the second process: legacy");
   });
 
-  test("the Python SDK mcp 1.9.3 slow to start (its imports): the probe and the nudge arrive together, and it still connects", async () => {
+  test("C41 the Python SDK mcp 1.9.3 slow to start (its imports): the probe and the nudge arrive together, and it still connects", async () => {
     const server = legacy("python-slow", "python-mcp-1.9.3.mjs", ["--start-ms=1500"]);
     const ms = await connectsAlone(server.config, "2025-03-26");
     assert.ok(ms < FEW_SECONDS + 3000, `connected in ${ms} ms`);
     assert.equal(server.starts(), 2);
   });
 
-  test("the Swift SDK in strict mode: silent on server/discover, its error answer to the nudge (a random id) means legacy, on the same process", async () => {
+  test("C41 the Swift SDK in strict mode: silent on server/discover, its error answer to the nudge (a random id) means legacy, on the same process", async () => {
     const server = legacy("swift", "swift-strict.mjs");
     const ms = await connectsAlone(server.config, "2025-11-25");
     assert.ok(ms < FEW_SECONDS, `connected in ${ms} ms`);
@@ -120,7 +120,7 @@ describe("legacy servers that answer the probe badly connect with no configurati
     );
   });
 
-  test('the PHP SDK 0.7.1: its error to server/discover with id "" is the probe\'s answer: legacy at once, no nudge', async () => {
+  test('C41 the PHP SDK 0.7.1: its error to server/discover with id "" is the probe\'s answer: legacy at once, no nudge', async () => {
     const server = legacy("php", "php-0.7.1.mjs");
     await connectsAlone(server.config, "2025-06-18");
     assert.equal(server.starts(), 1);

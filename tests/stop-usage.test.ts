@@ -3,7 +3,7 @@
  * a run of `pause_turn` answers past the continuations ends with `max_pause_turns` (not
  * `end_turn`, and no `_Stop`), which ACP receives as `max_turn_requests` with a message for the
  * person (SPEC 6.5); token usage the provider never reported is counted as unreported, not as
- * `0` tokens (SPEC 11). CASES C37.
+ * `0` tokens (SPEC 11). CASES C43 and C44.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -17,7 +17,7 @@ import type { Usage } from "../lib/conversation/types.ts";
 const withSession: typeof withProcesses = (options, body) => withProcesses({ inProcess: true, ...options }, body);
 
 describe("pause_turn past the continuations (SPEC 6.5)", () => {
-  test("the 6th pause in a row ends the prompt with max_pause_turns, without the _Stop gate", async () => {
+  test("C43 the 6th pause in a row ends the prompt with max_pause_turns, without the _Stop gate", async () => {
     const pauses = Array.from({ length: MAX_PAUSE_CONTINUATIONS + 1 }, (_, i) => ({
       text: `part ${i + 1} `,
       stop: "pause_turn",
@@ -55,7 +55,7 @@ describe("pause_turn past the continuations (SPEC 6.5)", () => {
 });
 
 describe("token usage the provider never reported (SPEC 11)", () => {
-  test("an endpoint that sends no usage: the counts are 0 with unreported = every request", async () => {
+  test("C44 an endpoint that sends no usage: the counts are 0 with unreported = every request", async () => {
     await withSession(
       {
         wire: "openai",
