@@ -112,6 +112,9 @@ export class Connection implements McpConnection {
    * @throws {AgentError} `mcp-connect`, `timeout`, `mcp`
    */
   async start(): Promise<void> {
+    // The handshake's deadline counts from here, the spawn included, as the registry's own
+    // backstop does: the connection's timeout, whose message names the fix, fires first.
+    const deadline = Date.now() + this.#initTimeoutMs;
     const pinned = knownEra(this.#config, this.#options.eraCache);
     const transport = this.#config.transport;
     if (transport.type === "http") {
@@ -129,7 +132,6 @@ export class Connection implements McpConnection {
     } else {
       await this.#spawn();
     }
-    const deadline = Date.now() + this.#initTimeoutMs;
     if (pinned === "legacy") return this.#initialize(deadline);
     if (pinned === "modern") {
       const probe = await this.#probe(deadline, false);

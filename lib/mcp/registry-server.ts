@@ -108,7 +108,7 @@ export class ServerHandle {
     // worth showing (a silent stdio server's names the fix: `"protocol": "legacy"`).
     const conn = await settleWithin(
       o.connect(this.config, options),
-      o.initTimeoutMs + Math.min(1000, Math.ceil(o.initTimeoutMs / 10)),
+      o.initTimeoutMs + Math.min(1000, Math.ceil(o.initTimeoutMs / 3)),
       `Cannot start server "${this.name}": connecting timed out after ${formatSeconds(o.initTimeoutMs)} s`,
       (late) => late.kill(),
     );
