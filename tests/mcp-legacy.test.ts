@@ -131,6 +131,49 @@ describe("legacy servers that answer the probe badly connect with no configurati
     ]);
   });
 
+  test('over HTTP, an error answer with id "" (the PHP SDK 0.7.1) is the POST\'s answer: legacy at once', async () => {
+    const methods: string[] = [];
+    const server = createServer((req, res) => {
+      let raw = "";
+      req.on("data", (c) => (raw += c));
+      req.on("end", () => {
+        const body = raw === "" ? undefined : JSON.parse(raw);
+        methods.push(body?.method ?? req.method);
+        if (body === undefined) return void res.writeHead(405).end();
+        if (body.id === undefined) return void res.writeHead(202).end();
+        res.writeHead(200, { "content-type": "application/json" });
+        if (body.method === "server/discover") {
+          // PHP's json_encode, byte for byte (tests/fixtures/mcp/legacy/php-0.7.1.mjs).
+          return void res.end(
+            '{"jsonrpc":"2.0","id":"","error":{"code":-32600,"message":"Unknown method \\"server\\/discover\\"."}}',
+          );
+        }
+        const result = body.method === "initialize"
+          ? {
+            protocolVersion: "2025-06-18",
+            capabilities: { tools: {} },
+            serverInfo: { name: "php", version: "0.7.1" },
+          }
+          : { tools: [] };
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: body.id, result }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+      const c = await connectMcp({ name: "php", transport: { type: "http", url, headers: {} } }, options());
+      try {
+        assert.equal(c.era, "legacy");
+        assert.equal(c.protocolVersion, "2025-06-18");
+      } finally {
+        await c.close();
+      }
+      assert.deepEqual(methods.slice(0, 2), ["server/discover", "initialize"]);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   test("a server silent on the probe and on the nudge still fails at the init timeout, naming the fix", async () => {
     await assert.rejects(
       connectMcp(rawServer("silent", ["--probe=silent"]), options({ initTimeoutMs: 2500 })),
