@@ -19,6 +19,10 @@ import { configSecrets } from "../util/redact.ts";
 import { optionKeys } from "./from-env.ts";
 import { restoreSession, type SessionCounters, type SessionStore, type SessionWriter } from "../sessions/records.ts";
 import { Transcript } from "../sessions/transcript.ts";
+import { checkSubagents, DEFAULT_SUBAGENT_DEPTH, type SubagentDefinition } from "../subagents/definitions.ts";
+import type { Model } from "../conversation/types.ts";
+import type { Config } from "../config/config.ts";
+import { Subagents } from "./subagents.ts";
 
 /**
  * A ready agent: one conversation (history, `_Stop` budget, compaction count) with its model
@@ -98,6 +102,9 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     : (await import("../mcp/in-process.ts")).inProcessMcp(options.inProcessServers);
   const servers = [...serverList(options), ...(inProcess?.servers ?? [])];
   const hooks = inProcessHooks(options, servers);
+  const subagents = checkSubagents(options.subagents);
+  const maxDepth = subagentDepth(options.maxSubagentDepth);
+  const models = await subagentModels(options, subagents, config);
   if (options.resume !== undefined && options.sessionId !== undefined && options.resume !== options.sessionId) {
     throw new AgentError(
       "config",
@@ -148,12 +155,33 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
   // A new session exists from here on (its servers are up): it can be listed and resumed
   // before its first prompt, as an editor that creates a session and reconnects does.
   if (kept !== undefined && kept.restored === undefined) await kept.transcript.begin();
+  const remembered = new Map<string, "allow" | "deny">();
+  const cwd = options.cwd ?? process.cwd();
+  // Each subagent is a tool of the session (SPEC 13.3); without any, the session is as before.
+  const local = subagents.length === 0 ? undefined : new Subagents({
+    definitions: subagents,
+    config,
+    model,
+    models,
+    registry,
+    sessionId,
+    depth: 0,
+    maxDepth,
+    cwd,
+    remembered,
+    ...(hooks === undefined ? {} : { hooks }),
+    ...(options.requestPermission === undefined ? {} : { ask: options.requestPermission }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(kept === undefined ? {} : { record: (run) => void kept.transcript.subagent(run) }),
+  });
   const session = new AgentSession({
     config,
     model,
-    registry,
+    registry: local?.view() ?? registry,
+    remembered,
+    ...(local === undefined ? {} : { localTools: local }),
     id: sessionId,
-    cwd: options.cwd ?? process.cwd(),
+    cwd,
     hooks,
     ...(options.requestPermission === undefined ? {} : { ask: options.requestPermission }),
     ...(options.now === undefined ? {} : { now: options.now }),
@@ -230,6 +258,52 @@ async function claimTranscript(
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   return { transcript, store, ...(restored === undefined ? {} : { restored }) };
+}
+
+/** `maxSubagentDepth`, checked: a whole number of at least 0 (default {@link DEFAULT_SUBAGENT_DEPTH}). */
+function subagentDepth(value: unknown): number {
+  if (value === undefined) return DEFAULT_SUBAGENT_DEPTH;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > 8) {
+    throw new AgentError(
+      "config",
+      `Invalid maxSubagentDepth: ${JSON.stringify(value)} must be a whole number from 0 to 8`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The models of the subagents that name their own: a ready `Model` as it is; a model id on the
+ * parent's provider (its key, URL and limits), which a ready parent `Model` cannot give.
+ * @throws {AgentError} `config` naming the subagent's `model`
+ */
+async function subagentModels(
+  options: AgentOptions,
+  subagents: readonly SubagentDefinition[],
+  config: Config,
+): Promise<Map<string, Model>> {
+  const models = new Map<string, Model>();
+  for (const [i, def] of subagents.entries()) {
+    if (def.model === undefined) continue;
+    if (typeof def.model !== "string") {
+      models.set(def.name, def.model);
+      continue;
+    }
+    const parent = options.model;
+    if (isModel(parent)) {
+      throw new AgentError(
+        "config",
+        `Invalid subagents[${i}].model: ${
+          JSON.stringify(def.model)
+        } needs the parent's model options, and the parent's model is a ready Model (give the subagent a Model instead)`,
+      );
+    }
+    // A scripted parent has no model ids: its subagents share its script.
+    if (parent.provider !== "scripted") {
+      models.set(def.name, await modelFrom({ ...parent, model: def.model }, config, options.fetch));
+    }
+  }
+  return models;
 }
 
 /** The store of `createAgent`'s `sessionStore` option: `false` none, default the file store. */

@@ -14,7 +14,7 @@ import { parseRunArgs } from "./args.ts";
 import { type LineInput, terminalAsk } from "./ask.ts";
 import { readText } from "./files.ts";
 import { exit, isExiting, printed, stderr, stdinIsTerminal, stdout } from "./io.ts";
-import { humanPrinter, serverStderrOption } from "./render.ts";
+import { humanPrinter, innermost, serverStderrOption } from "./render.ts";
 import { loadServers } from "./servers.ts";
 import { cliSessionStore, latestSession } from "./sessions.ts";
 
@@ -37,6 +37,9 @@ export async function run(args: string[]): Promise<number> {
   }
   printed.secrets = configSecrets(optionKeys(options));
   const { servers, referenced } = loadServers(parsed.mcpConfig);
+  // Agent files of the project and the user (SPEC 13.2), beside any the options gave.
+  const { loadSubagentFiles } = await import("../subagents/files.ts");
+  const agentFiles = await loadSubagentFiles({ cwd: process.cwd(), env: process.env });
   printed.secrets = [...configSecrets(optionKeys(options), servers), ...referenced];
   const secrets = printed.secrets;
   let prompt: string;
@@ -71,7 +74,7 @@ export async function run(args: string[]): Promise<number> {
   const onEvent = (event: AgentEvent) => {
     // Thinking is not answer text and not one of the --json event types (SPEC section 11).
     if (json) {
-      if (event.type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
+      if (innermost(event).type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
     } else human!.event(event);
   };
 
@@ -115,6 +118,7 @@ export async function run(args: string[]): Promise<number> {
   // A server still starting (up to SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS, 30 s) must not hold a
   // signal back: creation aborts at once. killAllServers() on the way out ends every server
   // spawned so far.
+  for (const warning of agentFiles.warnings) warn(warning);
   let agent: Agent;
   try {
     agent = await createAgent({
@@ -128,6 +132,7 @@ export async function run(args: string[]): Promise<number> {
       ...serverStderr,
       signal: controller.signal,
       permissions,
+      ...(agentFiles.definitions.length === 0 ? {} : { subagents: agentFiles.definitions }),
       ...(requestPermission === undefined ? {} : { requestPermission }),
       ...(resume === undefined ? {} : { resume }),
     });
