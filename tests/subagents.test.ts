@@ -2,7 +2,7 @@
  * Subagents in-process (SPEC 13): a parent hands tasks to two children in one response, they
  * run concurrently with their own history, instructions, tools and hooks; the hook points
  * fire on the right agent only (an SDK hook server counts its calls per agent through
- * `_meta["sprout-agent/agent"]`); the parent gets each report whole (CASES C41); a cancel
+ * `_meta["sprout-agent/agent"]`); the parent gets each report whole (CASES C39, C40); a cancel
  * reaches the children; depth, tools and limits bound them.
  */
 import { describe, test } from "node:test";
@@ -48,7 +48,7 @@ async function delegate(options: { model?: ReturnType<typeof delegatingModel>; e
 }
 
 describe("subagents", () => {
-  test("C41 a parent delegates to two subagents concurrently: each report reaches it whole, hooks fire on the right agent only", async () => {
+  test("C39 C40 a parent delegates to two subagents concurrently: each report reaches it whole, hooks fire on the right agent only", async () => {
     const { agent, log, model, store } = await delegate();
     try {
       const run = agent.prompt("review and test");

@@ -32,10 +32,11 @@ export function parseFrontMatter(text: string): FrontMatter {
   const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
   if (lines[0]?.trim() !== "---") return { fields: {}, body: text.trim(), problems: [], found: false };
   const end = lines.findIndex((l, i) => i > 0 && (l.trim() === "---" || l.trim() === "..."));
-  const fields: Record<string, FrontMatterValue> = Object.create(null);
+  // A Map, then own properties: a key such as `__proto__` is a field like any other.
+  const fields = new Map<string, FrontMatterValue>();
   const problems: string[] = [];
   if (end === -1) {
-    return { fields, body: "", problems: ["the front matter has no closing --- line"], found: true };
+    return { fields: {}, body: "", problems: ["the front matter has no closing --- line"], found: true };
   }
   let i = 1;
   while (i < end) {
@@ -87,10 +88,10 @@ export function parseFrontMatter(text: string): FrontMatter {
       }
       value = read.value;
     }
-    if (Object.hasOwn(fields, key)) problems.push(`line ${number}: "${key}" is given twice; the last one counts`);
-    fields[key] = value;
+    if (fields.has(key)) problems.push(`line ${number}: "${key}" is given twice; the last one counts`);
+    fields.set(key, value);
   }
-  return { fields, body: lines.slice(end + 1).join("\n").trim(), problems, found: true };
+  return { fields: Object.fromEntries(fields), body: lines.slice(end + 1).join("\n").trim(), problems, found: true };
 }
 
 /** `value` without a trailing ` # comment` (outside quotes). */

@@ -1,5 +1,5 @@
 /**
- * A child's report to its parent (SPEC section 13.5, CASES C41): whatever the hooks did, the
+ * A child's report to its parent (SPEC section 13.5, CASES C40): whatever the hooks did, the
  * parent receives every answer the child gave, so a short closing message after a
  * `_SubagentStop` objection ("OK.") never replaces the report written before it.
  * @module
