@@ -184,11 +184,18 @@ describe("subagents", () => {
     }
   });
 
-  test("tools: a child sees only what its patterns allow of the parent's tools", async () => {
+  test("tools: a child sees only what its patterns allow of the parent's tools; an entry that matches none is a warning", async () => {
+    const warnings: string[] = [];
     const { agent, model } = await delegate({
-      extra: { subagents: [{ ...REVIEWER, tools: ["fx__read", "shell"] }, { ...TESTER, tools: ["fx"] }] },
+      extra: {
+        subagents: [{ ...REVIEWER, tools: ["fx__read", "shell"] }, { ...TESTER, tools: ["fx"] }],
+        onWarning: (w: string) => warnings.push(w),
+      },
     });
     try {
+      assert.deepEqual(warnings, [
+        'Subagent "reviewer": its tools entry "shell" matches no tool of this agent (entries are globs over qualified names such as fs__read_file, or server names)',
+      ]);
       const run = agent.prompt("go");
       for await (const _ of run) { /* drain */ }
       await run.result;

@@ -23,6 +23,7 @@ import { checkSubagents, DEFAULT_SUBAGENT_DEPTH, type SubagentDefinition } from 
 import type { Model } from "../conversation/types.ts";
 import type { Config } from "../config/config.ts";
 import { Subagents } from "./subagents.ts";
+import { toolAllowed } from "../subagents/tools.ts";
 
 /**
  * A ready agent: one conversation (history, `_Stop` budget, compaction count) with its model
@@ -152,6 +153,11 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
   ) {
     options.onWarning?.(warning);
   }
+  // A subagent's tools entry that names nothing the agent has (a Claude Code file's `Read`, a
+  // misspelt server) would leave the child without the tool, unseen (SPEC 13.1).
+  if (subagents.some((d) => d.tools !== undefined) && options.onWarning !== undefined) {
+    for (const warning of await unmatchedToolWarnings(subagents, registry)) options.onWarning(warning);
+  }
   // A new session exists from here on (its servers are up): it can be listed and resumed
   // before its first prompt, as an editor that creates a session and reconnects does.
   if (kept !== undefined && kept.restored === undefined) await kept.transcript.begin();
@@ -258,6 +264,31 @@ async function claimTranscript(
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   return { transcript, store, ...(restored === undefined ? {} : { restored }) };
+}
+
+/** One warning per `tools` entry of a subagent that matches none of `registry`'s tools. */
+async function unmatchedToolWarnings(
+  subagents: readonly SubagentDefinition[],
+  registry: ToolRegistry,
+): Promise<string[]> {
+  const tools = (await registry.listTools()).flatMap((t) => {
+    const route = registry.route(t.name);
+    return route === undefined ? [] : [{ name: t.name, server: route.server }];
+  });
+  const warnings: string[] = [];
+  for (const def of subagents) {
+    for (const pattern of def.tools ?? []) {
+      if (tools.some((t) => toolAllowed([pattern], t.name, t.server))) continue;
+      const where = def.source === undefined ? "" : ` (${def.source})`;
+      warnings.push(
+        `Subagent ${JSON.stringify(def.name)}${where}: its tools entry ${
+          JSON.stringify(pattern)
+        } matches no tool of this agent ` +
+          "(entries are globs over qualified names such as fs__read_file, or server names)",
+      );
+    }
+  }
+  return warnings;
 }
 
 /** `maxSubagentDepth`, checked: a whole number of at least 0 (default {@link DEFAULT_SUBAGENT_DEPTH}). */
