@@ -228,6 +228,25 @@ describe("subagents", () => {
     }
   });
 
+  test("limits: a subagent out of time stops with a note; the parent's prompt goes on", async () => {
+    const { agent } = await delegate({
+      model: delegatingModel({ barrier: false, waitForAbort: ["tester"] }),
+      extra: { subagents: [REVIEWER, { ...TESTER, timeoutMs: 100 }] },
+    });
+    try {
+      const run = agent.prompt("go");
+      for await (const _ of run) { /* drain */ }
+      assert.equal((await run.result).stopReason, "end_turn");
+      const tester = agent.history.find((i) => i.role === "tool" && i.toolCallId === "toolu_t");
+      assert.deepEqual(tester?.role === "tool" && [tester.isError, tester.content], [true, [{
+        type: "text",
+        text: '[subagent "tester" stopped: its time limit of 0.1 s ran out]',
+      }]]);
+    } finally {
+      await agent.close();
+    }
+  });
+
   test("the permission policy applies to subagent tools and to the children's calls", async () => {
     const { agent, model } = await delegate({
       model: delegatingModel({ barrier: false }),
