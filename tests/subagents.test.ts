@@ -272,7 +272,7 @@ describe("subagents", () => {
     }
   });
 
-  test("in-process hooks see agent on a child's calls; a subagent with a bad field is refused naming it", async () => {
+  test("in-process hooks see agent on a child's calls, a typed block objects; a subagent with a bad field is refused naming it", async () => {
     const seen: Array<[string, string]> = [];
     const agent = await createAgent({
       model: delegatingModel({ barrier: false }),
@@ -282,9 +282,10 @@ describe("subagents", () => {
       sessionStore: false,
       hooks: {
         policy: {
+          // A typed block (SPEC 7.7) objects at _SubagentStop as at _Stop.
           _SubagentStop: (ctx) => {
             seen.push(["_SubagentStop", ctx.agent?.name ?? "main"]);
-            return "";
+            return ctx.agent?.name === "reviewer" ? { decision: "block", reason: "Name the lines" } : "";
           },
           _Stop: (ctx) => {
             seen.push(["_Stop", ctx.agent?.name ?? "main"]);
@@ -298,6 +299,11 @@ describe("subagents", () => {
       for await (const _ of run) { /* drain */ }
       await run.result;
       assert.deepEqual(seen.sort(), [["_Stop", "main"], ["_SubagentStop", "reviewer"], ["_SubagentStop", "tester"]]);
+      const reviewer = agent.history.find((i) => i.role === "tool" && i.toolCallId === "toolu_r");
+      assert.deepEqual(reviewer?.role === "tool" && reviewer.content, [{
+        type: "text",
+        text: `${REVIEW_REPORT}\n\nOK.`,
+      }]);
     } finally {
       await agent.close();
     }
