@@ -19,11 +19,7 @@ import { configSecrets } from "../util/redact.ts";
 import { optionKeys } from "./from-env.ts";
 import { restoreSession, type SessionCounters, type SessionStore, type SessionWriter } from "../sessions/records.ts";
 import { Transcript } from "../sessions/transcript.ts";
-import { checkSubagents, DEFAULT_SUBAGENT_DEPTH, type SubagentDefinition } from "../subagents/definitions.ts";
-import type { Model } from "../conversation/types.ts";
-import type { Config } from "../config/config.ts";
-import { Subagents } from "./subagents.ts";
-import { toolAllowed } from "../subagents/tools.ts";
+import type { Subagents } from "./subagents.ts";
 
 /**
  * A ready agent: one conversation (history, `_Stop` budget, compaction count) with its model
@@ -103,9 +99,13 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     : (await import("../mcp/in-process.ts")).inProcessMcp(options.inProcessServers);
   const servers = [...serverList(options), ...(inProcess?.servers ?? [])];
   const hooks = inProcessHooks(options, servers);
-  const subagents = checkSubagents(options.subagents);
-  const maxDepth = subagentDepth(options.maxSubagentDepth);
-  const models = await subagentModels(options, subagents, config);
+  // Loaded only for an agent with subagents (issue 21: a start loads what its run needs).
+  const sub = options.subagents === undefined && options.maxSubagentDepth === undefined
+    ? undefined
+    : await import("./subagents.ts");
+  const subagents = sub?.checkSubagents(options.subagents) ?? [];
+  const maxDepth = sub?.subagentDepth(options.maxSubagentDepth) ?? 0;
+  const models = sub === undefined ? new Map() : await sub.subagentModels(options, subagents, config);
   if (options.resume !== undefined && options.sessionId !== undefined && options.resume !== options.sessionId) {
     throw new AgentError(
       "config",
@@ -155,8 +155,8 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
   }
   // A subagent's tools entry that names nothing the agent has (a Claude Code file's `Read`, a
   // misspelt server) would leave the child without the tool, unseen (SPEC 13.1).
-  if (subagents.some((d) => d.tools !== undefined) && options.onWarning !== undefined) {
-    for (const warning of await unmatchedToolWarnings(subagents, registry)) options.onWarning(warning);
+  if (sub !== undefined && subagents.some((d) => d.tools !== undefined) && options.onWarning !== undefined) {
+    for (const warning of await sub.unmatchedToolWarnings(subagents, registry)) options.onWarning(warning);
   }
   // A new session exists from here on (its servers are up): it can be listed and resumed
   // before its first prompt, as an editor that creates a session and reconnects does.
@@ -164,7 +164,7 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
   const remembered = new Map<string, "allow" | "deny">();
   const cwd = options.cwd ?? process.cwd();
   // Each subagent is a tool of the session (SPEC 13.3); without any, the session is as before.
-  const local = subagents.length === 0 ? undefined : new Subagents({
+  const local: Subagents | undefined = sub === undefined || subagents.length === 0 ? undefined : new sub.Subagents({
     definitions: subagents,
     config,
     model,
@@ -264,77 +264,6 @@ async function claimTranscript(
     ...(options.now === undefined ? {} : { now: options.now }),
   });
   return { transcript, store, ...(restored === undefined ? {} : { restored }) };
-}
-
-/** One warning per `tools` entry of a subagent that matches none of `registry`'s tools. */
-async function unmatchedToolWarnings(
-  subagents: readonly SubagentDefinition[],
-  registry: ToolRegistry,
-): Promise<string[]> {
-  const tools = (await registry.listTools()).flatMap((t) => {
-    const route = registry.route(t.name);
-    return route === undefined ? [] : [{ name: t.name, server: route.server }];
-  });
-  const warnings: string[] = [];
-  for (const def of subagents) {
-    for (const pattern of def.tools ?? []) {
-      if (tools.some((t) => toolAllowed([pattern], t.name, t.server))) continue;
-      const where = def.source === undefined ? "" : ` (${def.source})`;
-      warnings.push(
-        `Subagent ${JSON.stringify(def.name)}${where}: its tools entry ${
-          JSON.stringify(pattern)
-        } matches no tool of this agent ` +
-          "(entries are globs over qualified names such as fs__read_file, or server names)",
-      );
-    }
-  }
-  return warnings;
-}
-
-/** `maxSubagentDepth`, checked: a whole number of at least 0 (default {@link DEFAULT_SUBAGENT_DEPTH}). */
-function subagentDepth(value: unknown): number {
-  if (value === undefined) return DEFAULT_SUBAGENT_DEPTH;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > 8) {
-    throw new AgentError(
-      "config",
-      `Invalid maxSubagentDepth: ${JSON.stringify(value)} must be a whole number from 0 to 8`,
-    );
-  }
-  return value;
-}
-
-/**
- * The models of the subagents that name their own: a ready `Model` as it is; a model id on the
- * parent's provider (its key, URL and limits), which a ready parent `Model` cannot give.
- * @throws {AgentError} `config` naming the subagent's `model`
- */
-async function subagentModels(
-  options: AgentOptions,
-  subagents: readonly SubagentDefinition[],
-  config: Config,
-): Promise<Map<string, Model>> {
-  const models = new Map<string, Model>();
-  for (const [i, def] of subagents.entries()) {
-    if (def.model === undefined) continue;
-    if (typeof def.model !== "string") {
-      models.set(def.name, def.model);
-      continue;
-    }
-    const parent = options.model;
-    if (isModel(parent)) {
-      throw new AgentError(
-        "config",
-        `Invalid subagents[${i}].model: ${
-          JSON.stringify(def.model)
-        } needs the parent's model options, and the parent's model is a ready Model (give the subagent a Model instead)`,
-      );
-    }
-    // A scripted parent has no model ids: its subagents share its script.
-    if (parent.provider !== "scripted") {
-      models.set(def.name, await modelFrom({ ...parent, model: def.model }, config, options.fetch));
-    }
-  }
-  return models;
 }
 
 /** The store of `createAgent`'s `sessionStore` option: `false` none, default the file store. */

@@ -16,7 +16,11 @@ import type { HookAgent } from "../hooks/points.ts";
 import type { PermissionAsk } from "../hooks/permission.ts";
 import type { InProcessHooks } from "../hooks/runner.ts";
 import type { ToolOutcome, ToolRegistry } from "../mcp/types.ts";
-import type { SubagentDefinition } from "../subagents/definitions.ts";
+import { DEFAULT_SUBAGENT_DEPTH, type SubagentDefinition } from "../subagents/definitions.ts";
+import { AgentError } from "../util/errors.ts";
+import { type AgentOptions, isModel, modelFrom } from "./options.ts";
+
+export { checkSubagents } from "../subagents/definitions.ts";
 import { subagentReport } from "../subagents/report.ts";
 import { subagentToolName, toolAllowed, toolView } from "../subagents/tools.ts";
 import { formatSeconds } from "../util/time.ts";
@@ -207,4 +211,75 @@ export class Subagents implements LocalTools {
       isError: false,
     };
   }
+}
+
+/** One warning per `tools` entry of a subagent that matches none of `registry`'s tools. */
+export async function unmatchedToolWarnings(
+  subagents: readonly SubagentDefinition[],
+  registry: ToolRegistry,
+): Promise<string[]> {
+  const tools = (await registry.listTools()).flatMap((t) => {
+    const route = registry.route(t.name);
+    return route === undefined ? [] : [{ name: t.name, server: route.server }];
+  });
+  const warnings: string[] = [];
+  for (const def of subagents) {
+    for (const pattern of def.tools ?? []) {
+      if (tools.some((t) => toolAllowed([pattern], t.name, t.server))) continue;
+      const where = def.source === undefined ? "" : ` (${def.source})`;
+      warnings.push(
+        `Subagent ${JSON.stringify(def.name)}${where}: its tools entry ${
+          JSON.stringify(pattern)
+        } matches no tool of this agent ` +
+          "(entries are globs over qualified names such as fs__read_file, or server names)",
+      );
+    }
+  }
+  return warnings;
+}
+
+/** `maxSubagentDepth`, checked: a whole number of at least 0 (default {@link DEFAULT_SUBAGENT_DEPTH}). */
+export function subagentDepth(value: unknown): number {
+  if (value === undefined) return DEFAULT_SUBAGENT_DEPTH;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > 8) {
+    throw new AgentError(
+      "config",
+      `Invalid maxSubagentDepth: ${JSON.stringify(value)} must be a whole number from 0 to 8`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The models of the subagents that name their own: a ready `Model` as it is; a model id on the
+ * parent's provider (its key, URL and limits), which a ready parent `Model` cannot give.
+ * @throws {AgentError} `config` naming the subagent's `model`
+ */
+export async function subagentModels(
+  options: AgentOptions,
+  subagents: readonly SubagentDefinition[],
+  config: Config,
+): Promise<Map<string, Model>> {
+  const models = new Map<string, Model>();
+  for (const [i, def] of subagents.entries()) {
+    if (def.model === undefined) continue;
+    if (typeof def.model !== "string") {
+      models.set(def.name, def.model);
+      continue;
+    }
+    const parent = options.model;
+    if (isModel(parent)) {
+      throw new AgentError(
+        "config",
+        `Invalid subagents[${i}].model: ${
+          JSON.stringify(def.model)
+        } needs the parent's model options, and the parent's model is a ready Model (give the subagent a Model instead)`,
+      );
+    }
+    // A scripted parent has no model ids: its subagents share its script.
+    if (parent.provider !== "scripted") {
+      models.set(def.name, await modelFrom({ ...parent, model: def.model }, config, options.fetch));
+    }
+  }
+  return models;
 }

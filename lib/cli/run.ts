@@ -12,7 +12,8 @@ import { AgentError, isAbortError } from "../util/errors.ts";
 import { configSecrets, redact, redactEvent } from "../util/redact.ts";
 import { parseRunArgs } from "./args.ts";
 import { type LineInput, terminalAsk } from "./ask.ts";
-import { readText } from "./files.ts";
+import { exists, readText } from "./files.ts";
+import { subagentFolders } from "../subagents/folders.ts";
 import { exit, isExiting, printed, stderr, stdinIsTerminal, stdout } from "./io.ts";
 import { humanPrinter, innermost, serverStderrOption } from "./render.ts";
 import { loadServers } from "./servers.ts";
@@ -37,9 +38,11 @@ export async function run(args: string[]): Promise<number> {
   }
   printed.secrets = configSecrets(optionKeys(options));
   const { servers, referenced } = loadServers(parsed.mcpConfig);
-  // Agent files of the project and the user (SPEC 13.2), beside any the options gave.
-  const { loadSubagentFiles } = await import("../subagents/files.ts");
-  const agentFiles = await loadSubagentFiles({ cwd: process.cwd(), env: process.env });
+  // Agent files of the project and the user (SPEC 13.2); their reader loads only when a folder exists.
+  const folders = subagentFolders({ cwd: process.cwd(), env: process.env });
+  const agentFiles = folders.some(exists)
+    ? await (await import("../subagents/files.ts")).loadSubagentFiles({ cwd: process.cwd(), env: process.env })
+    : { definitions: [], warnings: [] };
   printed.secrets = [...configSecrets(optionKeys(options), servers), ...referenced];
   const secrets = printed.secrets;
   let prompt: string;

@@ -9,29 +9,9 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type SubagentDefinition, subagentFromFile } from "./definitions.ts";
+import { type LoadSubagentFilesOptions, subagentFolders } from "./folders.ts";
 
-/** The project's folder of agent files, relative to the working folder. */
-export const PROJECT_AGENTS_DIR = ".sprout-agent/agents";
-
-/** Options of {@link loadSubagentFiles}. */
-export interface LoadSubagentFilesOptions {
-  /** The project folder (the agent's working folder), absolute. */
-  cwd: string;
-  /** For `XDG_CONFIG_HOME` and `HOME`; the user's folder is skipped when neither is set. */
-  env: Record<string, string | undefined>;
-}
-
-/**
- * The two folders, project first: `<cwd>/.sprout-agent/agents` and
- * `$XDG_CONFIG_HOME/sprout-agent/agents` (or `$HOME/.config/sprout-agent/agents`).
- * @example subagentFolders({ cwd: "/p", env: { HOME: "/home/me" } })
- * // ["/p/.sprout-agent/agents", "/home/me/.config/sprout-agent/agents"]
- */
-export function subagentFolders(options: LoadSubagentFilesOptions): string[] {
-  const config = options.env["XDG_CONFIG_HOME"]?.trim() ||
-    (options.env["HOME"]?.trim() ? join(options.env["HOME"]!.trim(), ".config") : "");
-  return [join(options.cwd, PROJECT_AGENTS_DIR), ...(config === "" ? [] : [join(config, "sprout-agent", "agents")])];
-}
+export { type LoadSubagentFilesOptions, PROJECT_AGENTS_DIR, subagentFolders } from "./folders.ts";
 
 /**
  * Reads the agent files of both folders (SPEC 13.2), in name order within a folder; a project
