@@ -184,6 +184,60 @@ describe("subagents", () => {
     }
   });
 
+  test("depth 2: a child hands a task on; the grandchild's events come wrapped twice, its hooks say depth 2", async () => {
+    const log: HookRecord[] = [];
+    const seen: Array<{ system: string; tools: string[] }> = [];
+    const model: import("../lib/conversation/types.ts").Model = {
+      name: "nested",
+      complete(request) {
+        seen.push({ system: request.system, tools: request.tools.map((t) => t.name) });
+        const results = request.history.filter((i) => i.role === "tool" && i.toolCallId.startsWith("toolu_"));
+        const reply = (r: Partial<import("../lib/conversation/types.ts").LlmResponse>) =>
+          Promise.resolve({ text: "", toolCalls: [], stop: "end_turn" as const, ...r });
+        if (request.system === "You test code.") return reply({ text: "grandchild report" });
+        const call = request.system === "PARENT"
+          ? { id: "toolu_p", name: "subagent_reviewer", arguments: { task: "review" } }
+          : { id: "toolu_c", name: "subagent_tester", arguments: { task: "test" } };
+        if (results.length === 0) return reply({ stop: "tool_use", toolCalls: [call] });
+        return reply({ text: `${request.system === "PARENT" ? "parent" : "child"} got: ${JSON.stringify(results)}` });
+      },
+    };
+    const agent = await createAgent({
+      model,
+      systemPrompt: "PARENT",
+      inProcessServers: { fx: serve(log) },
+      hookServers: ["fx"],
+      subagents: [REVIEWER, TESTER],
+      maxSubagentDepth: 2,
+      stopMaxRejections: 0,
+      sessionStore: false,
+    });
+    try {
+      const run = agent.prompt("go");
+      const events: AgentEvent[] = [];
+      for await (const event of run) events.push(event);
+      assert.equal((await run.result).stopReason, "end_turn");
+      const nested = events.find((e) =>
+        e.type === "subagent" && e.event.type === "subagent" && e.event.event.type === "round-start"
+      );
+      assert.ok(nested?.type === "subagent" && nested.event.type === "subagent");
+      assert.equal(nested.name, "reviewer");
+      assert.equal(nested.event.name, "tester");
+      assert.equal(nested.event.toolCallId, "toolu_c");
+      assert.notEqual(nested.agentId, nested.event.agentId);
+      const start = log.find((r) => r.hook === "_SubagentStart" && r.agent === "tester");
+      assert.ok(start !== undefined);
+      assert.deepEqual(
+        seen.find((r) => r.system === "You test code.")?.tools,
+        ["fx__read", "fx__wait"],
+        "depth 2 is the bound",
+      );
+      assert.match(JSON.stringify(agent.history), /grandchild report/);
+    } finally {
+      await agent.close();
+    }
+  });
+
   test("tools: a child sees only what its patterns allow of the parent's tools; an entry that matches none is a warning", async () => {
     const warnings: string[] = [];
     const { agent, model } = await delegate({
