@@ -62,7 +62,11 @@ export type {
 export { AgentError } from "./lib/util/errors.ts";
 export type { AgentErrorCode } from "./lib/util/errors.ts";
 export type { HookCall, HookContext, HookHandler, HookMeta, HookName, InProcessHooks } from "./lib/hooks/runner.ts";
-export type { HookToolCall } from "./lib/hooks/points.ts";
+export type { HookAgent, HookToolCall } from "./lib/hooks/points.ts";
+export { subagentFromFile } from "./lib/subagents/definitions.ts";
+export type { SubagentDefinition } from "./lib/subagents/definitions.ts";
+export { loadSubagentFiles } from "./lib/subagents/files.ts";
+export type { LoadSubagentFilesOptions } from "./lib/subagents/files.ts";
 export type { PermissionAsk, PermissionDefault, PermissionOutcome, PermissionRequest } from "./lib/hooks/permission.ts";
 export { defaultSessionDir, fileSessionStore } from "./lib/sessions/file-store.ts";
 export type { FileSessionStoreOptions } from "./lib/sessions/file-store.ts";

@@ -5,8 +5,10 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import process from "node:process";
 import { runCli } from "./helpers/cli.ts";
-import { repoRoot, runsOnce } from "./helpers/runtime.ts";
+import { spawnSync } from "node:child_process";
+import { repoRoot, runsOnce, tsCommand } from "./helpers/runtime.ts";
 
 describe("README examples", { skip: !runsOnce && "runs once, under bun" }, () => {
   test("the scripted hello example lists and reads files through server-filesystem, and the todo hook objects once", async () => {
@@ -35,5 +37,26 @@ describe("README examples", { skip: !runsOnce && "runs once, under bun" }, () =>
     assert.match(run.stderr, /✓ fs__read_text_file \{"path":"notes\.md"\}.* → # Notes/);
     assert.match(run.stderr, /■ end_turn · 6 rounds · 4 tool calls · 1 objection/);
     assert.doesNotMatch(run.stderr, /^warning:/m, "no warnings");
+  });
+
+  test("examples/subagents: two subagents from agent files at once, their hooks counted per agent, both reports in", () => {
+    const [command, ...args] = tsCommand(`${repoRoot}examples/subagents/run.ts`);
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) {
+      if (v !== undefined && !/^(SPROUT_AGENT_|ANTHROPIC_|OPENAI_COMPAT_)/.test(k)) env[k] = v;
+    }
+    const run = spawnSync(command!, args, { cwd: repoRoot, env, encoding: "utf8", timeout: 60_000 });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout, "Review and test plan are in: fix line 3, then add the two tests.\n");
+    assert.match(run.stderr, /^ {2}\[reviewer\] _SubagentStop objected: Name the line of each problem\.$/m);
+    assert.match(
+      run.stderr,
+      /✓ subagent_reviewer → line 3: divides by zero \/ {2}\/ Each problem above names its line\./,
+    );
+    assert.match(run.stderr, /✓ subagent_tester → a test with an empty list \/ a test with one item/);
+    assert.match(
+      run.stderr,
+      /■ end_turn; hook calls: \{"_SubagentStart reviewer":1,"_SubagentStart tester":1,"_SubagentStop reviewer":1,"_SubagentStop tester":1,"_Stop parent":1\}/,
+    );
   });
 });

@@ -131,6 +131,7 @@ const LAYERS = [
   "llm",
   "hooks",
   "context",
+  "subagents",
   "agent",
   "acp",
   "bridge",

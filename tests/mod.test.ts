@@ -44,11 +44,13 @@ describe("mod.ts", () => {
       "defaultSessionDir",
       "describeSession",
       "fileSessionStore",
+      "loadSubagentFiles",
       "memorySessionStore",
       "parseRecords",
       "recordLine",
       "restoreSession",
       "serveAcp",
+      "subagentFromFile",
     ]);
   });
 
@@ -64,6 +66,7 @@ describe("mod.ts", () => {
       "EventStream",
       "FileSessionStoreOptions",
       "HistoryItem",
+      "HookAgent",
       "HookCall",
       "HookContext",
       "HookDecision",
@@ -77,6 +80,7 @@ describe("mod.ts", () => {
       "InProcessHooks",
       "LlmRequest",
       "LlmResponse",
+      "LoadSubagentFilesOptions",
       "McpEra",
       "McpServerConfig",
       "Model",
@@ -104,6 +108,7 @@ describe("mod.ts", () => {
       "SessionWriter",
       "StdioServerConfig",
       "StopReason",
+      "SubagentDefinition",
       "TextSink",
       "ToolCall",
       "ToolDef",

@@ -10,7 +10,7 @@
 import type { HistoryItem, ResultBlock } from "../conversation/types.ts";
 import { MINTED_ID_PATTERN } from "../conversation/call-ids.ts";
 import { INTERRUPTED_RESULT, recordProblem, type SessionRecord } from "../sessions/records.ts";
-import type { SessionUpdate } from "./updates.ts";
+import { type SessionUpdate, SUBAGENT_META_KEY, subagentProgressBlocks } from "./updates.ts";
 
 /**
  * The updates that replay `records`. A hook's injected pair (an assistant item whose one call
@@ -22,10 +22,15 @@ import type { SessionUpdate } from "./updates.ts";
  */
 export function replayUpdates(records: readonly SessionRecord[]): SessionUpdate[] {
   const shown: HistoryItem[] = [];
+  /** Each subagent's history, by the parent's tool call that ran it (SPEC 13.7). */
+  const children = new Map<string, Extract<SessionRecord, { type: "subagent" }>[]>();
   for (const record of records) {
     if (recordProblem(record) !== undefined) continue; // restoreSession skipped it too, with a warning
     if (record.type === "items") shown.push(...record.items);
     else if (record.type === "result") shown.push(record.item);
+    else if (record.type === "subagent") {
+      children.set(record.toolCallId, [...(children.get(record.toolCallId) ?? []), record]);
+    }
   }
   const injected = injectedIds(shown);
   const results = new Map<string, Extract<HistoryItem, { role: "tool" }>>();
@@ -56,6 +61,16 @@ export function replayUpdates(records: readonly SessionRecord[]): SessionUpdate[
           status: "pending",
           rawInput: call.arguments,
         });
+        for (const child of children.get(call.id) ?? []) {
+          const blocks = subagentProgressBlocks(child.items, injectedIds(child.items));
+          if (blocks.length === 0) continue;
+          updates.push({
+            sessionUpdate: "tool_call_update",
+            toolCallId: call.id,
+            content: blocks.map((text) => ({ type: "content", content: { type: "text", text } })),
+            _meta: { [SUBAGENT_META_KEY]: { agentId: child.agent.id, name: child.agent.name } },
+          });
+        }
         const result = results.get(call.id);
         const text = result === undefined ? INTERRUPTED_RESULT : blocksText(result.content);
         const failed = result === undefined || result.isError;

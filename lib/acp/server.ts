@@ -25,13 +25,15 @@ import { MAX_SERVERS } from "../mcp/config.ts";
 import type { PermissionOutcome, PermissionRequest } from "../hooks/permission.ts";
 import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./params.ts";
 import { permissionAnswer, permissionParams } from "./permission.ts";
-import { acpStopReason, resultUpdates, sessionUpdates } from "./updates.ts";
+import { acpStopReason, resultUpdates, sessionUpdates, SubagentProgress } from "./updates.ts";
 import { configSecrets, redact, redactEvent, redactValue } from "../util/redact.ts";
 import { formatSeconds, withTimeout } from "../util/time.ts";
 import { AGENT_NAME, VERSION } from "../util/version.ts";
 import type { SessionInfo, SessionStore } from "../sessions/records.ts";
 import { fileSessionStore } from "../sessions/file-store.ts";
 import { replayUpdates } from "./replay.ts";
+import type { SubagentDefinition } from "../subagents/definitions.ts";
+import { loadSubagentFiles } from "../subagents/files.ts";
 
 /** Sessions per `session/list` page. */
 export const SESSION_LIST_PAGE = 50;
@@ -106,6 +108,12 @@ export interface AcpOptions {
    * `SPROUT_AGENT_SESSION_DIR=off`) keeps none and advertises `loadSession: false`.
    */
   sessionStore?: SessionStore | false;
+  /**
+   * Subagents every session has (SPEC section 13), beside the agent files of the session's
+   * `cwd` and of the user (`loadSubagentFiles`), which each `session/new` and `session/load`
+   * reads; a definition given here wins over a file of the same name. Default none.
+   */
+  subagents?: readonly SubagentDefinition[];
 }
 
 /**
@@ -503,10 +511,16 @@ class AcpServer {
     const sessionId = resume ?? `ses_${randomHex(8)}`;
     const early: AgentEvent[] = [];
     let replied = false;
+    // The subagents of this session (SPEC 13.2): the operator's, then the agent files of its folder.
+    const files = await loadSubagentFiles({ cwd, env: this.#options.env });
+    for (const warning of files.warnings) this.#log(`[${sessionId}] warning: ${warning}`);
+    const given = this.#options.subagents ?? [];
+    const subagents = [...given, ...files.definitions.filter((d) => !given.some((g) => g.name === d.name))];
     let agent: Agent;
     try {
       agent = await createAgent({
         ...this.#agentOptions,
+        ...(subagents.length === 0 ? {} : { subagents }),
         mcpServers: servers,
         sessionId,
         eraCache: this.#eraCache,
@@ -744,9 +758,18 @@ class AcpServer {
     return null;
   }
 
+  /** Each session's subagent progress (SPEC 13.6), by session id. */
+  readonly #progress = new Map<string, SubagentProgress>();
+
   #onEvent(sessionId: string, event: AgentEvent): void {
-    const { updates, log } = sessionUpdates(redactEvent(event, this.#secrets));
+    const safe = redactEvent(event, this.#secrets);
+    const { updates, log } = sessionUpdates(safe);
     for (const update of updates) this.#notify(sessionId, update);
+    if (safe.type === "subagent" || safe.type === "tool-end") {
+      let progress = this.#progress.get(sessionId);
+      if (progress === undefined) this.#progress.set(sessionId, progress = new SubagentProgress());
+      for (const update of progress.updates(safe)) this.#notify(sessionId, update);
+    }
     if (log !== undefined) this.#log(`[${sessionId}] ${log}`);
   }
 }

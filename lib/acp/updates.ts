@@ -102,7 +102,126 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
       return { updates: [], log: `warning: ${event.message}` };
     case "round-start":
       return { updates: [] };
+    case "subagent":
+      // Stateful: SubagentProgress turns these into updates of the parent's tool call.
+      return { updates: [] };
   }
+}
+
+/** Most progress blocks kept per subagent tool call: older ones give way (SPEC 13.6). */
+export const MAX_PROGRESS_BLOCKS = 64;
+
+/** The `_meta` key of a subagent progress update: `{agentId, name}` of the child. */
+export const SUBAGENT_META_KEY = "sprout-agent/subagent";
+
+/**
+ * A session's subagent progress for ACP (SPEC 13.6): each child's text and tool calls become
+ * `tool_call_update`s of the parent's tool call, whose `content` (which each update replaces,
+ * as ACP says) lists what the child did so far: one text block per stretch of the child's
+ * text, one per tool call (`✓ name → first line`), one per hook answer. An update is sent when
+ * a child's call starts or ends, when its next round starts, and for a hook's answer; text
+ * alone waits for one of those (no update per token). The parent's `tool-end` then gives the
+ * call its report.
+ */
+export class SubagentProgress {
+  readonly #calls = new Map<string, { blocks: string[]; text: string; meta: Record<string, unknown> }>();
+
+  /** The updates of one event: none but for `subagent` events, and a `tool-end` forgets its call. */
+  updates(event: AgentEvent): SessionUpdate[] {
+    if (event.type === "tool-end") {
+      this.#calls.delete(event.id);
+      return [];
+    }
+    if (event.type !== "subagent") return [];
+    let call = this.#calls.get(event.toolCallId);
+    if (call === undefined) {
+      call = { blocks: [], text: "", meta: { agentId: event.agentId, name: event.name } };
+      this.#calls.set(event.toolCallId, call);
+    }
+    const line = progressLine(event.event, call);
+    if (line === undefined) return [];
+    if (line !== "") call.blocks.push(line);
+    if (call.blocks.length > MAX_PROGRESS_BLOCKS) call.blocks.splice(0, call.blocks.length - MAX_PROGRESS_BLOCKS);
+    return [{
+      sessionUpdate: "tool_call_update",
+      toolCallId: event.toolCallId,
+      content: call.blocks.map((text) => ({ type: "content", content: { type: "text", text } })),
+      _meta: { [SUBAGENT_META_KEY]: call.meta },
+    }];
+  }
+}
+
+/**
+ * What a child's event adds to its progress: a line (`""` only flushes its text), or
+ * `undefined` for nothing to send. A grandchild's events show with its name in front.
+ */
+function progressLine(event: AgentEvent, call: { blocks: string[]; text: string }, label = ""): string | undefined {
+  const flush = () => {
+    const text = call.text.trim();
+    call.text = "";
+    if (text !== "") call.blocks.push(`${label}${text}`);
+    return text !== "";
+  };
+  switch (event.type) {
+    case "text-delta":
+      call.text += event.text;
+      return undefined;
+    case "round-start":
+      return flush() ? "" : undefined;
+    case "tool-start":
+      flush();
+      return `${label}… ${event.name}`;
+    case "tool-end": {
+      flush();
+      const out = oneLine(event.output);
+      return `${label}${event.ok ? "✓" : "✗"} ${event.name}${out === "" ? "" : ` → ${out}`}`;
+    }
+    case "hook": {
+      if (event.outcome !== "objection") return undefined;
+      const effect = (HOOK_POINTS[event.hook as HookName] as HookPoint | undefined)?.effect;
+      const [verb, said] = hookAnswerWords(effect, event.text, event.decision);
+      flush();
+      return `${label}${event.hook} hook ${JSON.stringify(event.server)} ${verb}: ${oneLine(said ?? "")}`;
+    }
+    case "warning":
+      return `${label}warning: ${oneLine(event.message)}`;
+    case "subagent":
+      return progressLine(event.event, call, `${label}[${event.name}] `);
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * A subagent's history as the progress blocks of its parent's tool call (SPEC 13.7, for
+ * `session/load`): its texts and its tool calls with their results' first lines; never its
+ * task, hook calls or injected texts.
+ * @example subagentProgressBlocks([{ role: "assistant", text: "Found 2.", toolCalls: [] }]) // ["Found 2."]
+ */
+export function subagentProgressBlocks(
+  items: readonly import("../conversation/types.ts").HistoryItem[],
+  injected: ReadonlySet<string>,
+): string[] {
+  const results = new Map<string, { text: string; isError: boolean }>();
+  for (const item of items) {
+    if (item.role !== "tool") continue;
+    results.set(item.toolCallId, {
+      text: item.content.map((b) => (b.type === "text" ? b.text : `[image ${b.mimeType}]`)).join("\n"),
+      isError: item.isError,
+    });
+  }
+  const blocks: string[] = [];
+  for (const item of items) {
+    if (item.role !== "assistant") continue;
+    if (item.text.trim() !== "") blocks.push(item.text.trim());
+    for (const call of item.toolCalls) {
+      if (injected.has(call.id)) continue;
+      const result = results.get(call.id);
+      const out = oneLine(result?.text ?? "");
+      blocks.push(`${result === undefined || result.isError ? "✗" : "✓"} ${call.name}${out === "" ? "" : ` → ${out}`}`);
+    }
+  }
+  return blocks.slice(-MAX_PROGRESS_BLOCKS);
 }
 
 /**

@@ -19,6 +19,7 @@ import { configSecrets } from "../util/redact.ts";
 import { optionKeys } from "./from-env.ts";
 import { restoreSession, type SessionCounters, type SessionStore, type SessionWriter } from "../sessions/records.ts";
 import { Transcript } from "../sessions/transcript.ts";
+import type { Subagents } from "./subagents.ts";
 
 /**
  * A ready agent: one conversation (history, `_Stop` budget, compaction count) with its model
@@ -98,6 +99,13 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     : (await import("../mcp/in-process.ts")).inProcessMcp(options.inProcessServers);
   const servers = [...serverList(options), ...(inProcess?.servers ?? [])];
   const hooks = inProcessHooks(options, servers);
+  // Loaded only for an agent with subagents (issue 21: a start loads what its run needs).
+  const sub = options.subagents === undefined && options.maxSubagentDepth === undefined
+    ? undefined
+    : await import("./subagents.ts");
+  const subagents = sub?.checkSubagents(options.subagents) ?? [];
+  const maxDepth = sub?.subagentDepth(options.maxSubagentDepth) ?? 0;
+  const models = sub === undefined ? new Map() : await sub.subagentModels(options, subagents, config);
   if (options.resume !== undefined && options.sessionId !== undefined && options.resume !== options.sessionId) {
     throw new AgentError(
       "config",
@@ -145,15 +153,41 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
   ) {
     options.onWarning?.(warning);
   }
+  // A subagent's tools entry that names nothing the agent has (a Claude Code file's `Read`, a
+  // misspelt server) would leave the child without the tool, unseen (SPEC 13.1).
+  if (sub !== undefined && subagents.some((d) => d.tools !== undefined) && options.onWarning !== undefined) {
+    for (const warning of await sub.unmatchedToolWarnings(subagents, registry)) options.onWarning(warning);
+  }
   // A new session exists from here on (its servers are up): it can be listed and resumed
   // before its first prompt, as an editor that creates a session and reconnects does.
   if (kept !== undefined && kept.restored === undefined) await kept.transcript.begin();
+  const remembered = new Map<string, "allow" | "deny">();
+  const cwd = options.cwd ?? process.cwd();
+  // Each subagent is a tool of the session (SPEC 13.3); without any, the session is as before.
+  const local: Subagents | undefined = sub === undefined || subagents.length === 0 ? undefined : new sub.Subagents({
+    definitions: subagents,
+    config,
+    model,
+    models,
+    registry,
+    sessionId,
+    depth: 0,
+    maxDepth,
+    cwd,
+    remembered,
+    ...(hooks === undefined ? {} : { hooks }),
+    ...(options.requestPermission === undefined ? {} : { ask: options.requestPermission }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(kept === undefined ? {} : { record: (run) => void kept.transcript.subagent(run) }),
+  });
   const session = new AgentSession({
     config,
     model,
-    registry,
+    registry: local?.view() ?? registry,
+    remembered,
+    ...(local === undefined ? {} : { localTools: local }),
     id: sessionId,
-    cwd: options.cwd ?? process.cwd(),
+    cwd,
     hooks,
     ...(options.requestPermission === undefined ? {} : { ask: options.requestPermission }),
     ...(options.now === undefined ? {} : { now: options.now }),

@@ -16,7 +16,14 @@ import {
   type PromptLimit,
   type PromptResult,
 } from "../conversation/events.ts";
-import { type HookContext, type HookMeta, hookMeta, MAX_HOOK_CONTEXT_TEXT_BYTES } from "../hooks/points.ts";
+import {
+  type HookAgent,
+  type HookContext,
+  type HookMeta,
+  hookMeta,
+  type HookName,
+  MAX_HOOK_CONTEXT_TEXT_BYTES,
+} from "../hooks/points.ts";
 import { HookRunner, type InProcessHooks } from "../hooks/runner.ts";
 import type { PermissionAsk } from "../hooks/permission.ts";
 import { toolCallHooks } from "../hooks/tool-hooks.ts";
@@ -24,7 +31,7 @@ import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
 import { clampUtf8 } from "../util/utf8.ts";
 import type { ToolRegistry } from "../mcp/types.ts";
 import { type EventStream, eventStream } from "../util/stream.ts";
-import { prepareToolCalls, runToolCalls } from "./tool-calls.ts";
+import { type LocalTools, prepareToolCalls, runToolCalls } from "./tool-calls.ts";
 import type {
   HistoryItem,
   LlmResponse,
@@ -86,6 +93,17 @@ export interface SessionOptions {
    * are the session's, and `_SessionStart` says `source: "resume"`. Default: a new session.
    */
   restored?: { history: HistoryItem[]; counters: SessionCounters };
+  /**
+   * The session is a subagent's (SPEC section 13.4): no `_SessionStart`, `_UserPromptSubmit`
+   * or `_SessionEnd`; `_SubagentStart` before its first request and `_SubagentStop` in place
+   * of `_Stop`, each hook call naming `agent`; `maxTokens` (input plus output, 0 = none) ends
+   * a prompt that used them. Default: the session's own agent.
+   */
+  child?: { agent: HookAgent; maxTokens: number };
+  /** Tools the session runs itself (its subagents, SPEC 13.3); default none. */
+  localTools?: LocalTools;
+  /** The "always" answers of the person, shared with a parent session (SPEC 7.8); default the session's own. */
+  remembered?: Map<string, "allow" | "deny">;
 }
 
 /**
@@ -165,7 +183,9 @@ export class AgentSession {
   #collectHalts = false;
   readonly #ask: PermissionAsk | undefined;
   /** "Always" answers of the person, by qualified tool name: they hold for the session. */
-  readonly #remembered = new Map<string, "allow" | "deny">();
+  readonly #remembered: Map<string, "allow" | "deny">;
+  readonly #child: { agent: HookAgent; maxTokens: number } | undefined;
+  readonly #localTools: LocalTools | undefined;
   #busy = false;
   #idCounter = 0;
   readonly #transcript: Transcript | undefined;
@@ -185,6 +205,9 @@ export class AgentSession {
     this.#ask = options.ask;
     this.#transcript = options.transcript;
     this.#resumed = options.restored !== undefined;
+    this.#remembered = options.remembered ?? new Map();
+    this.#child = options.child;
+    this.#localTools = options.localTools;
     this.#hooks = new HookRunner({
       registry: options.registry,
       allow: options.config.hookServers,
@@ -197,6 +220,7 @@ export class AgentSession {
         else if (this.#collectHalts) this.#sessionHalt ??= halt;
       },
       ...(options.hooks === undefined ? {} : { inProcess: options.hooks }),
+      ...(options.child === undefined ? {} : { agent: options.child.agent }),
     });
     this.#compactor = new Compactor({
       config: options.config,
@@ -250,6 +274,8 @@ export class AgentSession {
    * @param onEvent receives the `hook` and `warning` events of the calls
    */
   start(onEvent: (event: AgentEvent) => void = () => {}): Promise<void> {
+    // A subagent's session has no session points of its own (SPEC 13.4).
+    if (this.#child !== undefined) this.#starting ??= Promise.resolve();
     if (this.#starting === undefined) {
       this.#collectHalts = true;
       // Claude Code's SessionStart `source`: a session brought back from its transcript says so.
@@ -268,6 +294,7 @@ export class AgentSession {
    * @param onEvent receives the `hook` and `warning` events of the calls
    */
   async end(onEvent: (event: AgentEvent) => void = () => {}): Promise<void> {
+    if (this.#child !== undefined) return;
     await this.#sessionHook("_SessionEnd", onEvent);
   }
 
@@ -282,6 +309,17 @@ export class AgentSession {
       ...extra,
     };
     return (await this.#hooks.fire(hook, meta, this.history, { onEvent })).items;
+  }
+
+  /**
+   * The `_meta` of a prompt point in `round`: `_UserPromptSubmit` and `_Stop`, or for a
+   * subagent `_SubagentStart` and `_SubagentStop` with its name and task (SPEC 13.4).
+   */
+  #pointMeta(round: number, prompt: PromptState): HookMeta {
+    const meta = hookMeta(round, this.stopRejections, this.#config.stopMaxRejections, this.#hookContext(prompt));
+    if (this.#child === undefined) return meta;
+    const task = clampUtf8(this.originalTask ?? prompt.text, MAX_HOOK_CONTEXT_TEXT_BYTES, TRUNCATED_MARKER);
+    return { ...meta, subagent: { name: this.#child.agent.name, task } };
   }
 
   /** The session fields of a hook's `_meta` (SPEC section 2.3). */
@@ -357,9 +395,10 @@ export class AgentSession {
     // shape of a tool round, which every wire format and chat template accepts (SPEC 7.5).
     this.history.push(...this.#pending);
     this.#pending = [];
+    // A subagent's task fires _SubagentStart instead (SPEC 13.4): the parent's points never see it.
     const submitted = await this.#hooks.fire(
-      "_UserPromptSubmit",
-      hookMeta(1, this.stopRejections, this.#config.stopMaxRejections, this.#hookContext(prompt)),
+      this.#child === undefined ? "_UserPromptSubmit" : "_SubagentStart",
+      this.#pointMeta(1, prompt),
       this.history,
     );
     this.history.push(...submitted.items);
@@ -376,6 +415,18 @@ export class AgentSession {
     if (prompt.halt !== undefined) return this.#finish(prompt, "end_turn");
     if (maxRounds > 0 && prompt.rounds >= maxRounds) return this.#finish(prompt, "max_turn_requests");
     if (prompt.signal.aborted) return this.#finish(prompt, "cancelled");
+    const budget = this.#child?.maxTokens ?? 0;
+    const used = prompt.usage.inputTokens + prompt.usage.outputTokens;
+    if (budget > 0 && used >= budget) {
+      prompt.limit ??= {
+        kind: "token-budget",
+        variable: "maxTokens",
+        usedTokens: used,
+        limitTokens: budget,
+        reason: `The subagent used ${used} tokens of its maxTokens bound (${budget}) and stopped`,
+      };
+      return this.#finish(prompt, "max_tokens");
+    }
     const tools = await this.#compact(prompt);
     if (tools === "cancelled") return this.#finish(prompt, "cancelled");
     if (prompt.halt !== undefined) return this.#finish(prompt, "end_turn");
@@ -515,21 +566,19 @@ export class AgentSession {
    */
   async #stopGate(prompt: PromptState): Promise<PromptResult | undefined> {
     const max = this.#config.stopMaxRejections;
+    // A subagent's end of turn is _SubagentStop's, under the child's own budget (SPEC 13.4).
+    const hook: HookName = this.#child === undefined ? "_Stop" : "_SubagentStop";
     if (prompt.objectedLast && this.#config.stopDeclinedTwice) return this.#finish(prompt, "end_turn");
     if (this.stopRejections >= max) {
-      if (max > 0 && this.#hooks.targets("_Stop").length > 0) {
+      if (max > 0 && this.#hooks.targets(hook).length > 0) {
         this.#emit({
           type: "warning",
-          message: `Stop-hook budget exhausted (${max} objections used): ending the turn without calling _Stop`,
+          message: `Stop-hook budget exhausted (${max} objections used): ending the turn without calling ${hook}`,
         });
       }
       return this.#finish(prompt, "end_turn");
     }
-    const { injected, items } = await this.#hooks.fire(
-      "_Stop",
-      hookMeta(prompt.rounds, this.stopRejections, max, this.#hookContext(prompt)),
-      this.history,
-    );
+    const { injected, items } = await this.#hooks.fire(hook, this.#pointMeta(prompt.rounds, prompt), this.history);
     // A halt ends the turn as it is: no objection is injected or counted (SPEC 7.7).
     if (injected.length === 0 || prompt.halt !== undefined) return this.#finish(prompt, "end_turn");
     this.stopRejections++;
@@ -572,6 +621,7 @@ export class AgentSession {
         void this.#transcript?.result(item);
       },
       registry: this.#registry,
+      ...(this.#localTools === undefined ? {} : { local: this.#localTools }),
       signal: prompt.signal,
       maxParallel: config.maxParallelTools,
       timeoutMs: config.toolTimeoutMs,

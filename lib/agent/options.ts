@@ -208,6 +208,20 @@ export interface AgentOptions extends AgentLimits {
   signal?: AbortSignal | undefined;
   /** Milliseconds clock for durations; default `Date.now`. */
   now?: (() => number) | undefined;
+  /**
+   * Subagents the model may hand a task to (SPEC section 13): each is a tool
+   * `subagent_<name>` whose call runs a child session with a fresh history, the subagent's
+   * instructions, the permission policy, the tools its `tools` allow (never more than this
+   * agent's) and its own limits, and answers with the child's report. Agent files are read by
+   * `loadSubagentFiles` (the CLI does it); pass what it returns here. Default none.
+   * @throws {AgentError} `config` from {@link createAgent} naming the field (`Invalid subagents[0].name: …`)
+   */
+  subagents?: readonly import("../subagents/definitions.ts").SubagentDefinition[] | undefined;
+  /**
+   * How deep subagents nest: 1 (the default) lets this agent's model call them and no child
+   * call one; 2 lets children call them too; 0 turns them off (SPEC section 13.3).
+   */
+  maxSubagentDepth?: number | undefined;
 }
 
 /** Lowest (and highest) value of each limit; the defaults come from `loadConfig`. */

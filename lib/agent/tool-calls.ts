@@ -14,6 +14,9 @@ import { contentText, formatToolContent } from "../conversation/results.ts";
 import type { HistoryItem, LlmResponse, ResultBlock, ToolCall } from "../conversation/types.ts";
 import type { BeforeTool, ToolCallHooks } from "../hooks/tool-hooks.ts";
 
+/** The largest result of a tool the session runs itself (a subagent's report), in UTF-8 bytes: 1 MiB. */
+export const MAX_LOCAL_RESULT_BYTES = 1024 * 1024;
+
 /** The name kept in history for a tool call whose name no LLM API accepts. */
 export const INVALID_TOOL_NAME = "invalid_tool_name";
 
@@ -94,6 +97,28 @@ export interface RunToolCallsOptions {
   hooks?: ToolCallHooks;
   /** Called with each call's outcome as the call ends, before `tool-end` (the transcript writes it then). */
   onResult?: (index: number, outcome: ToolOutcome) => void;
+  /**
+   * Tools the session runs itself (subagents, SPEC section 13.3) instead of sending them to
+   * the registry: the permission policy and the tool hooks apply as to any call; the tool
+   * timeout does not (a subagent has its own limits), and a cancel is waited for, so the
+   * child has stopped when the call's `cancelled` result is given.
+   */
+  local?: LocalTools;
+}
+
+/** Tools a session answers itself (its subagents), by the name the model uses. */
+export interface LocalTools {
+  /** True when `name` is one of them. */
+  has(name: string): boolean;
+  /**
+   * Runs the call; its events go to `emit`. Never throws: failures are `isError` outcomes.
+   * `signal` aborts it (then it resolves, soon, with whatever it has).
+   */
+  call(
+    call: ToolCall,
+    args: Record<string, unknown>,
+    options: { signal: AbortSignal; emit: (event: AgentEvent) => void },
+  ): Promise<ToolOutcome>;
 }
 
 /**
@@ -128,12 +153,20 @@ export async function runToolCalls(calls: readonly ToolCall[], options: RunToolC
       else {
         const args = before?.arguments ?? call.arguments;
         let ran = false;
+        const local = options.local?.has(call.name) === true ? options.local : undefined;
         try {
-          const raw = await raceAbort(
-            options.registry.callTool(call.name, args, { signal, timeoutMs: options.timeoutMs }),
-            signal,
-          );
-          outcome = { content: formatToolContent(raw.content, options.maxResultBytes), isError: raw.isError };
+          const raw = local !== undefined
+            ? await local.call({ ...call, arguments: args }, args, { signal, emit: options.emit })
+            : await raceAbort(
+              options.registry.callTool(call.name, args, { signal, timeoutMs: options.timeoutMs }),
+              signal,
+            );
+          if (local !== undefined && signal.aborted) throw new DOMException("cancelled", "AbortError");
+          // A subagent's report is its own (SPEC 13.5): whole, up to MAX_LOCAL_RESULT_BYTES.
+          const max = local === undefined
+            ? options.maxResultBytes
+            : Math.max(options.maxResultBytes, MAX_LOCAL_RESULT_BYTES);
+          outcome = { content: formatToolContent(raw.content, max), isError: raw.isError };
           ran = true;
         } catch (error) {
           outcome = signal.aborted || isAbortError(error) ? cancelled() : {

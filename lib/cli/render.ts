@@ -118,6 +118,8 @@ export function humanPrinter(): HumanPrinter {
   /** `_Stop` objection lines printed: several hooks may object to one end of turn. */
   let hookObjections = 0;
   const running = new Map<string, { args: Record<string, unknown>; timer: ReturnType<typeof setTimeout> }>();
+  /** Each running subagent's unprinted text and its calls' arguments, by child id (SPEC 13.6). */
+  const children = new Map<string, { toolCallId: string; text: string; args: Map<string, Record<string, unknown>> }>();
   const writeErr = (raw: string, painted = raw) => {
     stderr().write(painted);
     lastOpen = !raw.endsWith("\n");
@@ -143,6 +145,78 @@ export function humanPrinter(): HumanPrinter {
     if (shared() ? lastOpen : textOpen) writeOut("\n");
     textOpen = false;
     lastOpen = false;
+  };
+  /** A child's unprinted text as indented lines (at most 8, then how many more). */
+  const flushChild = (child: { text: string }, prefix: string) => {
+    const lines = child.text.trim().split("\n").filter((l) => l.trim() !== "");
+    child.text = "";
+    for (const l of lines.slice(0, 8)) line(`${prefix}${err.dim(l.length > 160 ? `${l.slice(0, 159)}…` : l)}`);
+    if (lines.length > 8) line(`${prefix}${err.dim(`… ${lines.length - 8} more lines`)}`);
+  };
+  /**
+   * A subagent's event as indented lines on stderr, each marked with the subagent's name: its
+   * text (when a round or a call follows it), its tool calls, its hooks' output, its warnings;
+   * a grandchild's one step further in. Never on stdout: the child's text is not the answer.
+   */
+  const childEvent = (e: Extract<AgentEvent, { type: "subagent" }>, indent: string, label: string): void => {
+    const inner = e.event;
+    let child = children.get(e.agentId);
+    if (child === undefined) {
+      child = { toolCallId: e.toolCallId, text: "", args: new Map() };
+      children.set(e.agentId, child);
+    }
+    const prefix = `${indent}${err.dim(`[${label}]`)} `;
+    switch (inner.type) {
+      case "subagent":
+        childEvent(inner, `${indent}  `, `${label}/${inner.name}`);
+        break;
+      case "text-delta":
+        child.text += inner.text;
+        break;
+      case "round-start":
+        flushChild(child, prefix);
+        break;
+      case "tool-start":
+        flushChild(child, prefix);
+        child.args.set(inner.id, inner.arguments);
+        break;
+      case "tool-end": {
+        flushChild(child, prefix);
+        const args = child.args.get(inner.id);
+        child.args.delete(inner.id);
+        for (const [id, grandchild] of children) {
+          if (grandchild.toolCallId === inner.id && id !== e.agentId) {
+            flushChild(grandchild, `${indent}  ${err.dim(`[${label}/${inner.name.replace(/^subagent_/, "")}]`)} `);
+            children.delete(id);
+          }
+        }
+        const tail = inner.ok
+          ? err.dim(firstLine(inner.output, 80) === "" ? "" : ` → ${firstLine(inner.output, 80)}`)
+          : ` ${err.red(firstLine(inner.output, 120))}`;
+        line(
+          `${prefix}${inner.ok ? err.green("✓") : err.red("✗")} ${inner.name}${
+            args === undefined ? "" : ` ${err.dim(shortArgs(args))}`
+          } ${err.dim(`(${formatDuration(inner.durationMs)})`)}${tail}`,
+        );
+        break;
+      }
+      case "hook": {
+        const point = isHookPoint(inner.hook) ? HOOK_POINTS[inner.hook] : undefined;
+        if (inner.outcome !== "objection" || point === undefined || point.effect === "log") break;
+        flushChild(child, prefix);
+        const [verb, said] = hookAnswerWords(point.effect, inner.text, inner.decision);
+        line(`${prefix}${err.yellow(`⟲ ${inner.hook} from ${inner.server} ${verb}: ${firstLine(said ?? "")}`)}`);
+        break;
+      }
+      case "warning":
+        line(`${prefix}${err.yellow(`warning: ${withoutShownStderr(inner.message)}`)}`);
+        break;
+      case "compaction":
+        line(`${prefix}${err.cyan(`⟲ context compacted (${inner.mode}), handoff ${inner.handoffs}`)}`);
+        break;
+      case "thinking-delta":
+        break;
+    }
   };
   return {
     event(e) {
@@ -174,7 +248,16 @@ export function humanPrinter(): HumanPrinter {
           running.set(e.id, { args: e.arguments, timer });
           break;
         }
+        case "subagent":
+          childEvent(e, "  ", e.name);
+          break;
         case "tool-end": {
+          // A subagent's last words before its report (SPEC 13.6).
+          for (const [id, child] of children) {
+            if (child.toolCallId !== e.id) continue;
+            flushChild(child, `  ${err.dim(`[${e.name.replace(/^subagent_/, "")}]`)} `);
+            children.delete(id);
+          }
           const started = running.get(e.id);
           running.delete(e.id);
           if (started) clearTimeout(started.timer);
@@ -263,6 +346,16 @@ export function humanPrinter(): HumanPrinter {
     },
     note: line,
   };
+}
+
+/**
+ * The event a `subagent` event wraps, however deep (SPEC 13.6); any other event itself.
+ * @example innermost({ type: "subagent", toolCallId: "t", agentId: "a", name: "r", event: { type: "text-delta", text: "x" } }).type // "text-delta"
+ */
+export function innermost(event: AgentEvent): AgentEvent {
+  let e = event;
+  while (e.type === "subagent") e = e.event;
+  return e;
 }
 
 /**

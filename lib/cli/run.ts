@@ -12,9 +12,10 @@ import { AgentError, isAbortError } from "../util/errors.ts";
 import { configSecrets, redact, redactEvent } from "../util/redact.ts";
 import { parseRunArgs } from "./args.ts";
 import { type LineInput, terminalAsk } from "./ask.ts";
-import { readText } from "./files.ts";
+import { exists, readText } from "./files.ts";
+import { subagentFolders } from "../subagents/folders.ts";
 import { exit, isExiting, printed, stderr, stdinIsTerminal, stdout } from "./io.ts";
-import { humanPrinter, serverStderrOption } from "./render.ts";
+import { humanPrinter, innermost, serverStderrOption } from "./render.ts";
 import { loadServers } from "./servers.ts";
 import { cliSessionStore, latestSession } from "./sessions.ts";
 
@@ -37,6 +38,11 @@ export async function run(args: string[]): Promise<number> {
   }
   printed.secrets = configSecrets(optionKeys(options));
   const { servers, referenced } = loadServers(parsed.mcpConfig);
+  // Agent files of the project and the user (SPEC 13.2); their reader loads only when a folder exists.
+  const folders = subagentFolders({ cwd: process.cwd(), env: process.env });
+  const agentFiles = folders.some(exists)
+    ? await (await import("../subagents/files.ts")).loadSubagentFiles({ cwd: process.cwd(), env: process.env })
+    : { definitions: [], warnings: [] };
   printed.secrets = [...configSecrets(optionKeys(options), servers), ...referenced];
   const secrets = printed.secrets;
   let prompt: string;
@@ -71,7 +77,7 @@ export async function run(args: string[]): Promise<number> {
   const onEvent = (event: AgentEvent) => {
     // Thinking is not answer text and not one of the --json event types (SPEC section 11).
     if (json) {
-      if (event.type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
+      if (innermost(event).type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
     } else human!.event(event);
   };
 
@@ -115,6 +121,7 @@ export async function run(args: string[]): Promise<number> {
   // A server still starting (up to SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS, 30 s) must not hold a
   // signal back: creation aborts at once. killAllServers() on the way out ends every server
   // spawned so far.
+  for (const warning of agentFiles.warnings) warn(warning);
   let agent: Agent;
   try {
     agent = await createAgent({
@@ -128,6 +135,7 @@ export async function run(args: string[]): Promise<number> {
       ...serverStderr,
       signal: controller.signal,
       permissions,
+      ...(agentFiles.definitions.length === 0 ? {} : { subagents: agentFiles.definitions }),
       ...(requestPermission === undefined ? {} : { requestPermission }),
       ...(resume === undefined ? {} : { resume }),
     });

@@ -114,7 +114,14 @@ export type AgentEvent =
     repeatedCalls: number;
   }
   /** Something went wrong that does not stop the run (a hook timed out, a server died). */
-  | { type: "warning"; message: string };
+  | { type: "warning"; message: string }
+  /**
+   * One event of a subagent's session (SPEC section 13.6), wrapped: `toolCallId` is the
+   * parent's tool call that runs the child (between its `tool-start` and `tool-end`), `agentId`
+   * the child's id, `name` the subagent's name; `event` is the child's own event (a
+   * grandchild's comes wrapped twice). The child's text never reaches the parent's answer.
+   */
+  | { type: "subagent"; toolCallId: string; agentId: string; name: string; event: AgentEvent };
 
 /**
  * What a prompt run resolves with.
@@ -166,6 +173,8 @@ export interface PromptResult {
  *   could not bring it under; the request was not sent.
  * - `repeated-call`: the call `tool` with the same arguments returned the same result `count`
  *   times in a row (`SPROUT_AGENT_MAX_REPEATED_CALLS`).
+ * - `token-budget`: a subagent's task used its `maxTokens` (SPEC section 13.1); only a child's
+ *   prompt ends so, and its parent reads it in the report.
  * @example
  * const { limit } = await run.result;
  * if (limit?.kind === "context-window") console.error(limit.reason);
@@ -182,6 +191,17 @@ export type PromptLimit =
     /** Summary compactions used in the session when it ended. */
     handoffs: number;
     /** What happened and what to do, naming the variables and the figures. */
+    reason: string;
+  }
+  | {
+    kind: "token-budget";
+    /** The subagent option that sets the bound (SPEC section 13.1). */
+    variable: "maxTokens";
+    /** Input plus output tokens the task's requests used. */
+    usedTokens: number;
+    /** The bound. */
+    limitTokens: number;
+    /** What happened, naming the bound and the figures. */
     reason: string;
   }
   | {

@@ -51,7 +51,9 @@ export type HookName =
   | "_UserPromptSubmit"
   | "_SessionEnd"
   | "_PreToolUse"
-  | "_PostToolUse";
+  | "_PostToolUse"
+  | "_SubagentStart"
+  | "_SubagentStop";
 
 /** One row of {@link HOOK_POINTS}. */
 export interface HookPoint {
@@ -150,6 +152,24 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
     effect: "append",
     where: "toolCallHooks (lib/hooks/tool-hooks.ts), from runToolCalls (lib/agent/tool-calls.ts), per call",
   },
+  _SubagentStart: {
+    event: "SubagentStart",
+    when:
+      "A subagent's task begins: after its user item (the task), before its first model request (each task; never in the parent's turn).",
+    input:
+      '`round`: 1; `subagent`: its name and task; `_meta["sprout-agent/agent"]` names the child (SPEC section 13.4).',
+    effect: "injection",
+    where: "AgentSession#run (lib/agent/loop.ts) of the child session, in place of _UserPromptSubmit",
+  },
+  _SubagentStop: {
+    event: "SubagentStop",
+    when:
+      "A subagent's response ends its turn, the round before was no objection and the child has objections left (its own budget; the parent's _Stop never runs for it).",
+    input:
+      "`round`: the child's round that ended the turn; `rejectionsUsed`/`rejectionsLeft`: the child's own budget; `subagent`: its name and task.",
+    effect: "objection",
+    where: "AgentSession#stopGate (lib/agent/loop.ts) of the child session, in place of _Stop",
+  },
 };
 
 /**
@@ -236,10 +256,35 @@ export interface HookMeta {
   /** The tool points only: the call (SPEC section 7.6). */
   toolCall?: HookToolCall;
   /**
+   * `_SubagentStart` and `_SubagentStop` only: the subagent's name and its task (cut to
+   * {@link MAX_HOOK_CONTEXT_TEXT_BYTES} with a `[truncated]` marker; SPEC section 13.4).
+   */
+  subagent?: { name: string; task: string };
+  /**
    * `_PostToolUse` only: the result's text (text blocks joined with `\n`, cut to
    * {@link MAX_HOOK_CONTEXT_TEXT_BYTES} with a `[truncated]` marker) and whether it is an error.
    */
   toolResult?: { text: string; isError: boolean };
+}
+
+/**
+ * Which agent a hook call is about, sent as `_meta["sprout-agent/agent"]` on every hook call
+ * a subagent's session makes (SPEC section 13.4); absent on the calls of the session's own
+ * agent, so one hook server can tell them apart.
+ * @example
+ * const agent: HookAgent = { session: "6f1c…", id: "sub00001", name: "reviewer", depth: 1, toolCallId: "toolu_01" };
+ */
+export interface HookAgent {
+  /** The parent session's id (the `_meta["sprout-agent/session"]` every server sees). */
+  session: string;
+  /** The child's id, unique in the session (the parent's tool call id's child). */
+  id: string;
+  /** The subagent's name. */
+  name: string;
+  /** 1 for a child of the session's agent, 2 for its child, … */
+  depth: number;
+  /** The parent's tool call that runs the child. */
+  toolCallId: string;
 }
 
 /** The fields of {@link HookMeta} that describe the session rather than the `_Stop` budget. */

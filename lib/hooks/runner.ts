@@ -13,7 +13,14 @@ import type { AgentEvent, HookHalt, HookOutcome } from "../conversation/events.t
 import type { CallToolResult, ToolRegistry } from "../mcp/types.ts";
 import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
 import { formatSeconds } from "../util/time.ts";
-import { HOOK_POINTS, type HookContext, type HookMeta, type HookName, toolPatternsOf } from "./points.ts";
+import {
+  HOOK_POINTS,
+  type HookAgent,
+  type HookContext,
+  type HookMeta,
+  type HookName,
+  toolPatternsOf,
+} from "./points.ts";
 import { type HookDecision, parseDecision } from "./decisions.ts";
 import { clampUtf8 } from "../util/utf8.ts";
 import type { HistoryItem } from "../conversation/types.ts";
@@ -31,7 +38,10 @@ export type { HookContext, HookMeta, HookName } from "./points.ts";
  * @example
  * const handler: HookHandler = (ctx: HookCall) => (ctx.rejectionsLeft > 0 ? `Check ${ctx.cwd} first` : "");
  */
-export type HookCall = { event: string } & Omit<HookMeta, keyof HookContext> & HookContext;
+export type HookCall = { event: string } & Omit<HookMeta, keyof HookContext> & HookContext & {
+  /** The subagent the call is about (`_meta["sprout-agent/agent"]` of an MCP hook, SPEC 13.4); absent for the session's own agent. */
+  agent?: HookAgent;
+};
 
 /**
  * An in-process hook (SPEC section 4.7): returns the hook's text, like an MCP hook's text
@@ -100,6 +110,12 @@ export interface HookRunnerOptions {
    * those of servers.
    */
   inProcess?: InProcessHooks;
+  /**
+   * The subagent this runner's session is (SPEC section 13.4): sent as
+   * `_meta["sprout-agent/agent"]` with every hook call, and as `agent` to in-process hooks.
+   * Default none: the session's own agent.
+   */
+  agent?: HookAgent;
 }
 
 /**
@@ -125,6 +141,7 @@ export class HookRunner {
   #inProcess: InProcessHooks;
   /** In-process groups disabled after two consecutive timeouts. */
   #disabled = new Set<string>();
+  #agent: HookAgent | undefined;
 
   /** Creates a runner with every server's consecutive-timeout counter at 0; calls nothing. */
   constructor(options: HookRunnerOptions) {
@@ -135,6 +152,7 @@ export class HookRunner {
     this.#now = options.now ?? (() => performance.now());
     this.#onHalt = options.onHalt;
     this.#inProcess = options.inProcess ?? {};
+    this.#agent = options.agent;
   }
 
   /**
@@ -241,10 +259,13 @@ export class HookRunner {
           afterObjection: false,
           prompt: 0,
           ...structuredClone(hookMeta),
+          ...(this.#agent === undefined ? {} : { agent: { ...this.#agent } }),
         })
         : await this.#registry.callHook(server, hook, {
           timeoutMs: this.#timeoutMs,
-          meta: { "sprout-agent/hook": hookMeta },
+          meta: this.#agent === undefined
+            ? { "sprout-agent/hook": hookMeta }
+            : { "sprout-agent/hook": hookMeta, "sprout-agent/agent": this.#agent },
         });
     } catch (error) {
       if (error instanceof AgentError && error.code === "timeout") return done(this.#timedOut(server, hook));

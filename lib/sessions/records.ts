@@ -41,6 +41,7 @@ export interface SessionCounters {
  * - `context`: the history was replaced (a compaction, or a refused prompt forgotten).
  * - `state`: the session's counters after a change.
  * - `end`: a prompt ended, with its stop reason and usage.
+ * - `subagent`: a subagent's history, by the parent's tool call that ran it (SPEC 13.7).
  */
 export type SessionRecord =
   | {
@@ -57,6 +58,17 @@ export type SessionRecord =
   | { type: "result"; at: string; item: Extract<HistoryItem, { role: "tool" }> }
   | { type: "context"; at: string; reason: "compaction" | "refusal"; items: HistoryItem[] }
   | ({ type: "state"; at: string } & SessionCounters)
+  | {
+    /** A subagent's whole history, written when it ends (SPEC 13.7); restore leaves it out of the history. */
+    type: "subagent";
+    at: string;
+    /** The parent's tool call that ran it. */
+    toolCallId: string;
+    /** The child: `{session, id, name, depth, toolCallId}`. */
+    agent: { session: string; id: string; name: string; depth: number; toolCallId: string };
+    items: HistoryItem[];
+    stopReason: StopReason | "error";
+  }
   | {
     type: "end";
     at: string;
@@ -219,6 +231,14 @@ export function recordProblem(record: unknown): string | undefined {
     case "items":
     case "context":
       return items(r["items"]);
+    case "subagent": {
+      const agent = r["agent"] as Record<string, unknown> | undefined;
+      if (typeof r["toolCallId"] !== "string" || typeof agent !== "object" || agent === null) {
+        return "lacks its toolCallId or agent";
+      }
+      if (typeof agent["id"] !== "string" || typeof agent["name"] !== "string") return "names no agent id or name";
+      return items(r["items"]);
+    }
     case "result": {
       const item = r["item"] as { role?: unknown } | undefined;
       return item?.role === "tool" ? itemProblem(item) : "has no tool result";

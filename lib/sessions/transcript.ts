@@ -144,6 +144,20 @@ export class Transcript {
     }]);
   }
 
+  /** Writes a subagent's history when it ends (SPEC 13.7): a `subagent` record. */
+  subagent(
+    run: Pick<Extract<SessionRecord, { type: "subagent" }>, "toolCallId" | "agent" | "items" | "stopReason">,
+  ): Promise<void> {
+    return this.#write([{
+      type: "subagent",
+      at: this.#at(),
+      toolCallId: run.toolCallId,
+      agent: { ...run.agent },
+      items: [...run.items],
+      stopReason: run.stopReason,
+    }]);
+  }
+
   /** Resolves when every write so far has settled. */
   flush(): Promise<void> {
     return this.#queue;

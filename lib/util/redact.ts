@@ -153,6 +153,13 @@ export function configSecrets(
  * lose anything after a credential name.
  */
 export function redactEvent<T extends { type: string }>(event: T, secrets: Iterable<string | undefined>): T {
+  // A subagent's event (SPEC 13.6) is redacted as the child's event it wraps.
+  const inner = (event as { event?: unknown }).event;
+  if (event.type === "subagent" && typeof inner === "object" && inner !== null) {
+    const list = [...secrets];
+    const wrapped = redactValue({ ...event, event: undefined }, list, { patterns: true });
+    return { ...wrapped, event: redactEvent(inner as { type: string }, list) };
+  }
   const ownText = event.type === "text-delta" || event.type === "thinking-delta" || event.type === "tool-start" ||
     event.type === "tool-end";
   return redactValue(event, secrets, { patterns: !ownText });
