@@ -83,7 +83,7 @@ export interface RunToolCallsOptions {
   maxResultBytes: number;
   /** Calls answered with this error text instead of running, by call id. */
   refused: Record<string, string>;
-  /** Receives `tool-start` and `tool-end` events. */
+  /** Receives `tool-start`, `tool-progress` and `tool-end` events. */
   emit: (event: AgentEvent) => void;
   /** Milliseconds clock for durations. */
   now: () => number;
@@ -130,7 +130,12 @@ export async function runToolCalls(calls: readonly ToolCall[], options: RunToolC
         let ran = false;
         try {
           const raw = await raceAbort(
-            options.registry.callTool(call.name, args, { signal, timeoutMs: options.timeoutMs }),
+            options.registry.callTool(call.name, args, {
+              signal,
+              timeoutMs: options.timeoutMs,
+              callId: call.id,
+              onProgress: (message) => options.emit({ type: "tool-progress", id: call.id, name: call.name, message }),
+            }),
             signal,
           );
           outcome = { content: formatToolContent(raw.content, options.maxResultBytes), isError: raw.isError };

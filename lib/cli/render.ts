@@ -174,6 +174,10 @@ export function humanPrinter(): HumanPrinter {
           running.set(e.id, { args: e.arguments, timer });
           break;
         }
+        case "tool-progress":
+          // A task's new status (SPEC 10): one dim line each.
+          line(err.dim(`… ${e.name} ${firstLine(e.message, 120)}`));
+          break;
         case "tool-end": {
           const started = running.get(e.id);
           running.delete(e.id);
