@@ -424,11 +424,14 @@ export class Connection implements McpConnection {
       : AbortSignal.any([options.signal, controller.signal]);
     const call = { tool: name, callId: options.callId, signal };
     this.#calls.add(call);
-    const leg = (ms?: number): McpRequestOptions => {
+    const leg = (ms?: number, detached = false): McpRequestOptions => {
       const out: McpRequestOptions = {};
-      if (options.signal !== undefined) out.signal = options.signal;
+      if (options.signal !== undefined && !detached) out.signal = options.signal;
       if (options.meta !== undefined) out.meta = options.meta;
-      const left = Math.min(ms ?? Number.POSITIVE_INFINITY, deadline - Date.now());
+      const left = Math.min(
+        ms ?? Number.POSITIVE_INFINITY,
+        detached ? Number.POSITIVE_INFINITY : deadline - Date.now(),
+      );
       if (Number.isFinite(left)) out.timeoutMs = Math.max(1, left);
       return out;
     };
@@ -456,7 +459,8 @@ export class Connection implements McpConnection {
           deadline,
           timeoutMs: timeoutMs ?? 0,
           input: this.#options.input,
-          request: async (method, p, ms) => asRecord(await this.#requestRaw(method, p, leg(ms)), this.#name),
+          request: async (method, p, ms, detached) =>
+            asRecord(await this.#requestRaw(method, p, leg(ms, detached)), this.#name),
           onProgress: options.onProgress,
         });
       }

@@ -69,9 +69,15 @@ export interface AwaitTaskOptions {
   input: InputHandler | undefined;
   /**
    * Sends one request (`tasks/get`, `tasks/update`, `tasks/result`, `tasks/cancel`) and
-   * resolves with its raw result.
+   * resolves with its raw result. `detached` (`tasks/cancel`): sent whatever the call's
+   * signal and deadline say, bounded by `timeoutMs` alone.
    */
-  request: (method: string, params: Record<string, unknown>, timeoutMs: number) => Promise<Record<string, unknown>>;
+  request: (
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+    detached?: boolean,
+  ) => Promise<Record<string, unknown>>;
   /** Each new status (`working`, `input_required`…) or status message, as a line for the person. */
   onProgress?: ((message: string) => void) | undefined;
   /** Waits between polls; default a timer that the call's signal cuts short. */
@@ -98,7 +104,7 @@ export async function awaitTask(
   let shown = "";
   const answered = new Set<string>();
   const cancel = () =>
-    options.request("tasks/cancel", { taskId }, CANCEL_TIMEOUT_MS).catch(() => ({} as Record<string, unknown>));
+    options.request("tasks/cancel", { taskId }, CANCEL_TIMEOUT_MS, true).catch(() => ({} as Record<string, unknown>));
   const left = () => options.deadline - Date.now();
   const timedOut = async (): Promise<never> => {
     await cancel();
