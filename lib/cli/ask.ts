@@ -36,8 +36,8 @@ export interface LineReader {
   queue<T>(question: () => Promise<T>): Promise<T>;
 }
 
-/** A {@link LineReader} over `input` (stdin), paused between questions. */
-export function lineReader(input: LineInput): LineReader {
+/** A {@link LineReader} over `input` (stdin), paused between questions; `onLine` runs after each line read. */
+export function lineReader(input: LineInput, onLine?: () => void): LineReader {
   let queue: Promise<unknown> = Promise.resolve();
   const decoder = new TextDecoder();
   let buffered = "";
@@ -55,6 +55,7 @@ export function lineReader(input: LineInput): LineReader {
         if (at < 0) return false;
         const line = buffered.slice(0, at).replace(/\r$/, "");
         buffered = buffered.slice(at + 1);
+        onLine?.();
         finish(line);
         return true;
       };

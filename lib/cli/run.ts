@@ -88,9 +88,16 @@ export async function run(args: string[]): Promise<number> {
   // No servers, no tool calls, nothing to ask about: then the terminal is not probed (building
   // process.stdin costs Bun 5-7 ms of start-up, docs/PERFORMANCE.md).
   const person = servers.length > 0 && !json && !fromStdin && stdinIsTerminal() && process.stderr.isTTY === true;
-  const lines = person && printer !== undefined ? lineReader(process.stdin as unknown as LineInput) : undefined;
+  const lines = person && printer !== undefined
+    ? lineReader(process.stdin as unknown as LineInput, () => printer.answered())
+    : undefined;
   const say = (line: string) => printer!.note(redact(line, secrets));
-  const write = (text: string) => stderr().write(text);
+  // A question's open line: a line printed meanwhile (another call ending) starts on a fresh one.
+  const write = (text: string) => {
+    if (text !== "\n") return printer!.ask(redact(text, secrets));
+    stderr().write(text);
+    printer!.answered();
+  };
   const requestPermission = lines === undefined ? undefined : terminalAsk(say, write, lines);
   // A server's elicitation (SPEC 10) is asked on the same terminal; headless it is declined.
   const elicit = lines === undefined ? undefined : terminalElicit(say, write, lines, visible);
