@@ -14,6 +14,11 @@ import { join } from "node:path";
 import { createAgent } from "../lib/agent/agent.ts";
 import type { AgentEvent } from "../lib/conversation/events.ts";
 import type { LlmRequest, Model } from "../lib/conversation/types.ts";
+import { EventEmitter } from "node:events";
+import { lineReader } from "../lib/cli/ask.ts";
+import { terminalElicit } from "../lib/cli/elicit.ts";
+import { visible } from "../lib/cli/render.ts";
+import type { ElicitationRequest } from "../lib/mcp/input-requests.ts";
 import { tsServer } from "./fixtures/mcp/helpers.ts";
 import { cleanEnv, runCli } from "./helpers/cli.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
@@ -69,6 +74,80 @@ async function runAgent(
 
 const outputs = (events: AgentEvent[]) =>
   Object.fromEntries(events.flatMap((e) => e.type === "tool-end" ? [[e.name, e.output]] : []));
+
+/** A stdin that delivers `lines` one by one, each when the reader resumes it; then its end. */
+class FakeStdin extends EventEmitter {
+  lines: string[];
+  constructor(lines: string[]) {
+    super();
+    this.lines = lines;
+  }
+  resume() {
+    const next = this.lines.shift();
+    queueMicrotask(() => (next === undefined ? this.emit("end") : this.emit("data", `${next}\n`)));
+  }
+  pause() {}
+}
+
+describe("the terminal elicitation prompt, in-process", () => {
+  const form = (properties: Record<string, unknown>, required: string[] = []): ElicitationRequest => ({
+    mode: "form",
+    message: "Tell me",
+    requestedSchema: { type: "object", properties, required },
+  });
+  const ask = (lines: string[], request: ElicitationRequest, signal = new AbortController().signal) => {
+    const said: string[] = [];
+    const elicit = terminalElicit(
+      (l) => said.push(l),
+      (t) => said.push(t),
+      lineReader(new FakeStdin(lines)),
+      visible,
+    );
+    return elicit(request, { server: "srv", tool: "tool", signal }).then((result) => ({ result, said }));
+  };
+
+  test("each type is read from what was typed: choices by number or name, several at once, yes/no, whole numbers in bounds", async () => {
+    const { result, said } = await ask(
+      ["y", "2", "red, 3", "yes", "150", "12", "", "word"],
+      form({
+        pick: { type: "string", oneOf: [{ const: "a", title: "Apple" }, { const: "b", title: "Banana" }] },
+        many: { type: "array", items: { enum: ["red", "green", "blue"] } },
+        ok: { type: "boolean" },
+        count: { type: "integer", minimum: 0, maximum: 100 },
+        ratio: { type: "number", default: 0.5 },
+        note: { type: "string" },
+      }, ["pick"]),
+    );
+    assert.deepEqual(result, {
+      action: "accept",
+      content: { pick: "b", many: ["red", "blue"], ok: true, count: 12, ratio: 0.5, note: "word" },
+    });
+    assert.ok(said.includes("    at most 100"), said.join("|"));
+    assert.ok(said.includes("    1) Apple"));
+  });
+
+  test("n declines, c cancels, the end of stdin and a cancel cancel; three wrong answers cancel; server text cannot reach the terminal raw", async () => {
+    const name = form({ name: { type: "string" } }, ["name"]);
+    assert.deepEqual((await ask(["n"], name)).result, { action: "decline" });
+    assert.deepEqual((await ask(["c"], name)).result, { action: "cancel" });
+    assert.deepEqual((await ask([], name)).result, { action: "cancel" });
+    assert.deepEqual((await ask(["y", "", "", ""], name)).result, { action: "cancel" });
+    const aborted = new AbortController();
+    aborted.abort();
+    assert.deepEqual((await ask(["y"], name, aborted.signal)).result, { action: "cancel" });
+    const url = await ask(["y"], {
+      mode: "url",
+      message: "Go \x1b[31mhere",
+      url: "https://example.com/x",
+      elicitationId: "e",
+    });
+    assert.deepEqual(url.result, { action: "accept" });
+    assert.deepEqual(url.said.slice(0, 2), [
+      "? srv (tool tool) asks you to open a link: Go ^[[31mhere",
+      "  https://example.com/x",
+    ]);
+  });
+});
 
 describe("input requests and tasks through createAgent", () => {
   test("no one to ask: the elicitation is declined with a warning naming the server and tool; roots are the cwd; sampling is refused", async () => {

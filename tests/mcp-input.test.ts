@@ -26,7 +26,7 @@ import { type JsonRpcMessage, JsonRpcPeer } from "../lib/mcp/jsonrpc.ts";
 import { awaitTask, pollInterval, taskOf } from "../lib/mcp/tasks.ts";
 import { createRegistry } from "../lib/mcp/registry.ts";
 import type { McpServerConfig } from "../lib/mcp/types.ts";
-import { fixtures, tsServer } from "./fixtures/mcp/helpers.ts";
+import { fixtures, startHttpFixture, tsServer } from "./fixtures/mcp/helpers.ts";
 
 const context = (signal = new AbortController().signal): InputContext => ({ server: "s", tool: "t", signal });
 const text = (r: { content: unknown[] }) => (r.content[0] as { text: string }).text;
@@ -441,6 +441,45 @@ describe("tasks against real servers", () => {
     } finally {
       await conn.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("input requests over Streamable HTTP", () => {
+  const answer: InputHandler = { elicit: () => Promise.resolve({ action: "accept", content: { name: "Ada" } }) };
+  test("SDK 2.x (2026-07-28): the input_required round is a second POST with the answers", async () => {
+    const fixture = await startHttpFixture("sdk2-http.ts", "bun");
+    try {
+      const conn = await connectMcp({ name: "h", transport: { type: "http", url: fixture.url, headers: {} } }, {
+        sessionId: "s1",
+        input: answer,
+      });
+      assert.equal(conn.era, "modern");
+      assert.equal(
+        text(await conn.callTool("ask", {}, { timeoutMs: 20_000 })),
+        '{"kind":"elicit","action":"accept","content":{"name":"Ada"}}',
+      );
+      await conn.close();
+    } finally {
+      await fixture.stop();
+    }
+  });
+
+  test("SDK 1.x (legacy, with a session): the server's own elicitation/create on the call's stream is answered by a POST", async () => {
+    const fixture = await startHttpFixture("sdk1-http.ts", "bun");
+    try {
+      const conn = await connectMcp({ name: "h", transport: { type: "http", url: fixture.url, headers: {} } }, {
+        sessionId: "s1",
+        input: answer,
+      });
+      assert.equal(conn.era, "legacy");
+      assert.equal(
+        text(await conn.callTool("ask", {}, { timeoutMs: 20_000 })),
+        '{"action":"accept","content":{"name":"Ada"}}',
+      );
+      await conn.close();
+    } finally {
+      await fixture.stop();
     }
   });
 });
