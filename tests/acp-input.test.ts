@@ -150,6 +150,59 @@ describe("acp: MCP elicitations go to a client that declares them", () => {
     }
   });
 
+  test("session/cancel while the person is asked: the elicitation is withdrawn ($/cancel_request), the prompt ends cancelled, the next runs", async () => {
+    const dir = tempDir();
+    const script = dir.file(
+      "script.json",
+      JSON.stringify([{ toolCalls: [{ name: "in__greet", arguments: {} }] }, { text: "after" }]),
+    );
+    let asked = 0;
+    let withdrawn = false;
+    const agent = startAgent(
+      { SPROUT_AGENT_PROVIDER: "scripted", SPROUT_AGENT_SCRIPT: script, SPROUT_AGENT_SESSION_DIR: "off" },
+      (app) =>
+        app.onRequest(acp.methods.client.elicitation.create, (ctx) => {
+          asked++;
+          // The person is thinking; the agent's $/cancel_request aborts this handler's signal.
+          return new Promise((resolve) =>
+            ctx.signal.addEventListener("abort", () => {
+              withdrawn = true;
+              resolve({ action: "cancel" });
+            }, { once: true })
+          );
+        }),
+    );
+    try {
+      await agent.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: { elicitation: { form: {} } },
+      });
+      const session = await agent.agent.buildSession({ cwd: dir.path, mcpServers: [acpServer("in", "sdk2-input.ts")] })
+        .start();
+      const done = session.prompt("greet me");
+      const started = Date.now();
+      while (asked === 0 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(asked, 1, "the client was asked");
+      await agent.agent.notify(acp.methods.agent.session.cancel, { sessionId: session.sessionId });
+      while (true) {
+        const message = await session.nextUpdate();
+        if (message.kind === "stop") {
+          assert.equal(message.stopReason, "cancelled");
+          break;
+        }
+      }
+      assert.equal((await done).stopReason, "cancelled");
+      const until = Date.now() + 5000;
+      while (!withdrawn && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(withdrawn, "the SDK saw $/cancel_request");
+      const next = await promptOnce(session, "again");
+      assert.ok(next.some((u) => u.sessionUpdate === "agent_message_chunk"));
+    } finally {
+      assert.equal(await agent.stop(), 0, agent.stderr());
+      dir.cleanup();
+    }
+  });
+
   test("a client without the capability: the elicitation is declined, with a log line naming the server and the tool", async () => {
     const dir = tempDir();
     const script = dir.file(
