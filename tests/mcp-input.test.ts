@@ -264,8 +264,8 @@ describe("tasks, in-process", () => {
           method,
         ) => (late.push(method), Promise.resolve({ taskId: "t3", status: "working", pollInterval: 10 })),
       }),
-      (e: Error & { code?: string; taskCancelled?: boolean }) =>
-        e.code === "timeout" && e.taskCancelled === true &&
+      (e: Error & { code?: string; serverAnswered?: boolean }) =>
+        e.code === "timeout" && e.serverAnswered === true &&
         /^Tool "t" timed out after [\d.]+ s waiting for task "t3" \(status "working"\); the task was cancelled$/.test(
           e.message,
         ),
@@ -316,6 +316,34 @@ for (const era of ["modern", "legacy"] as const) {
         }
       } finally {
         await conn.close();
+      }
+    });
+
+    test("a person who does not answer within the tool timeout: the call times out waiting for them; the server, not at fault, keeps running", async () => {
+      let asked = 0;
+      const { registry } = await createRegistry([inputServer(era)], {
+        sessionId: "s1",
+        input: {
+          ...person,
+          // Waits until the question is withdrawn, as a person away from the keyboard would.
+          elicit: (_r, ctx) =>
+            new Promise((
+              resolve,
+            ) => (asked++, ctx.signal.addEventListener("abort", () => resolve({ action: "cancel" })))),
+        },
+      });
+      try {
+        await registry.listTools();
+        const out = await registry.callTool("in__greet", {}, { timeoutMs: 500 });
+        assert.equal(asked, 1);
+        assert.equal(out.isError, true);
+        assert.equal(text(out), `Tool "greet" timed out after 0.5 s waiting for an answer to server "in"'s question`);
+        assert.equal(
+          text(await registry.callTool("in__where", {}, { timeoutMs: 20_000 })),
+          "roots: file:///work/project",
+        );
+      } finally {
+        await registry.close();
       }
     });
 

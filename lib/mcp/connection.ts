@@ -26,7 +26,13 @@ import { ToolListChanges } from "./list-changes.ts";
 import type { StdioProcess } from "./stdio.ts";
 import { exitError } from "./exit.ts";
 import { listToolPages } from "./tools-list.ts";
-import { answerInputRequest, clientCapabilities, INPUT_METHODS, runInputRounds } from "./input-requests.ts";
+import {
+  answerInputRequest,
+  clientCapabilities,
+  ClientWaitTimeoutError,
+  INPUT_METHODS,
+  runInputRounds,
+} from "./input-requests.ts";
 import type { InputContext } from "./input-requests.ts";
 import { awaitTask, taskOf } from "./tasks.ts";
 import { MODERN_PROTOCOL_VERSION } from "./types.ts";
@@ -41,6 +47,18 @@ import type {
   McpServerConfig,
   McpTool,
 } from "./types.ts";
+
+/** A tool call in flight, for the legacy server's input requests made during it. */
+interface ActiveCall {
+  tool: string;
+  callId: string | undefined;
+  /** Aborts on a cancel and at the tool timeout. */
+  signal: AbortSignal;
+  /** Input requests of the server being answered now. */
+  asking: number;
+  /** The tool timeout came while one was being answered: the client, not the server, was slow. */
+  waited: boolean;
+}
 
 /** The tool declares `execution.taskSupport: "required"` (MCP 2025-11-25). */
 function requiresTask(tool: McpTool): boolean {
@@ -87,7 +105,7 @@ export class Connection implements McpConnection {
   /** Tools the last list marked `execution.taskSupport: "required"`: called as tasks (legacy era). */
   #taskTools = new Set<string>();
   /** The tool calls in flight: a legacy server's input request is tied to the call when only one is. */
-  #calls = new Set<{ tool: string; callId: string | undefined; signal: AbortSignal }>();
+  #calls = new Set<ActiveCall>();
 
   /**
    * Nothing starts until {@link start}; `initTimeoutMs` defaults to 30000. With `channel`
@@ -281,7 +299,9 @@ export class Connection implements McpConnection {
       callId: call?.callId,
       signal: call === undefined ? signal : AbortSignal.any([signal, call.signal]),
     };
-    return answerInputRequest(method, params, this.#options.input, context);
+    if (call === undefined) return answerInputRequest(method, params, this.#options.input, context);
+    call.asking++;
+    return answerInputRequest(method, params, this.#options.input, context).finally(() => call.asking--);
   }
 
   #warn(message: string): void {
@@ -422,7 +442,20 @@ export class Connection implements McpConnection {
     const signal = options.signal === undefined
       ? controller.signal
       : AbortSignal.any([options.signal, controller.signal]);
-    const call = { tool: name, callId: options.callId, signal };
+    // Whoever answers an input request is not asked past the tool timeout.
+    const asking = new AbortController();
+    const waiting = () =>
+      new ClientWaitTimeoutError(
+        `Tool "${name}" timed out after ${
+          formatSeconds(timeoutMs ?? 0)
+        } s waiting for an answer to server "${this.#name}"'s question`,
+      );
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+      if (call.asking > 0) call.waited = true;
+      asking.abort(waiting());
+    }, timeoutMs);
+    const inputSignal = AbortSignal.any([signal, asking.signal]);
+    const call: ActiveCall = { tool: name, callId: options.callId, signal: inputSignal, asking: 0, waited: false };
     this.#calls.add(call);
     const leg = (ms?: number, detached = false): McpRequestOptions => {
       const out: McpRequestOptions = {};
@@ -441,11 +474,12 @@ export class Connection implements McpConnection {
       params.task = timeoutMs === undefined ? {} : { ttl: timeoutMs };
     }
     const context: InputContext = { server: this.#name, tool: name, callId: options.callId, signal };
+    const inputContext: InputContext = { ...context, signal: inputSignal };
     let result: Record<string, unknown>;
     try {
       let raw = asRecord(await this.#requestRaw("tools/call", params, leg()), this.#name);
       raw = await runInputRounds(raw, {
-        context,
+        context: inputContext,
         method: "tools/call",
         input: this.#options.input,
         retry: async (extra) =>
@@ -459,13 +493,19 @@ export class Connection implements McpConnection {
           deadline,
           timeoutMs: timeoutMs ?? 0,
           input: this.#options.input,
+          inputContext,
           request: async (method, p, ms, detached) =>
             asRecord(await this.#requestRaw(method, p, leg(ms, detached)), this.#name),
           onProgress: options.onProgress,
         });
       }
       result = decodeResult(raw, { name: this.#name, method: "tools/call" });
+    } catch (error) {
+      // A legacy server still waiting for our answer at the timeout is not at fault.
+      if (call.waited && error instanceof AgentError && error.code === "timeout") throw waiting();
+      throw error;
     } finally {
+      if (timer !== undefined) clearTimeout(timer);
       this.#calls.delete(call);
       controller.abort();
     }

@@ -131,6 +131,19 @@ export function clientCapabilities(input: InputHandler | undefined, modern: bool
   return capabilities;
 }
 
+/**
+ * A call whose tool timeout ran out while the server waited for the client (a person still
+ * answering, a task still running): the server answered throughout, so it is not stopped for
+ * this timeout (`serverAnswered`).
+ */
+export class ClientWaitTimeoutError extends AgentError {
+  /** Set: the server is not at fault. */
+  readonly serverAnswered = true;
+  constructor(message: string) {
+    super("timeout", message);
+  }
+}
+
 /** An input request that cannot be answered: a JSON-RPC error for a legacy server, a failed call otherwise. */
 export class InputRequestError extends AgentError {
   /** The JSON-RPC error code a legacy server is answered with. */
@@ -273,6 +286,8 @@ export async function runInputRounds(
     }
     const responses = await answerAll(requests, options.input, context);
     if (Object.keys(requests).length === 0) await (options.pause ?? pause)(250, context.signal);
+    // Answers given after a cancel or the timeout are not sent.
+    context.signal.throwIfAborted();
     const extra: Record<string, unknown> = {};
     if (Object.keys(responses).length > 0) extra.inputResponses = responses;
     if (typeof state === "string") extra.requestState = state;

@@ -291,8 +291,8 @@ class McpRegistry implements ToolRegistry {
     timeoutMs: number,
   ): Promise<string> {
     if (error instanceof AgentError && error.code === "timeout") {
-      // A task that outlived the tool timeout was cancelled; its server answered throughout.
-      if ((error as { taskCancelled?: unknown }).taskCancelled === true) return error.message;
+      // The client was still waiting (a person answering, a task running): the server answered throughout.
+      if ((error as { serverAnswered?: unknown }).serverAnswered === true) return error.message;
       const text = `Tool "${tool}" timed out after ${formatSeconds(timeoutMs)} s`;
       if (server.config.transport.type !== "stdio") return text;
       this.killServer(server.name, `tool "${tool}" timed out`);

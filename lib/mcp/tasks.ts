@@ -20,7 +20,7 @@
 import { abortError, AgentError } from "../util/errors.ts";
 import { formatSeconds } from "../util/time.ts";
 import { JsonRpcError } from "./jsonrpc.ts";
-import { answerAll, type InputContext, type InputHandler } from "./input-requests.ts";
+import { answerAll, ClientWaitTimeoutError, type InputContext, type InputHandler } from "./input-requests.ts";
 
 /** The poll interval when the server gives none, in ms. */
 export const DEFAULT_POLL_INTERVAL_MS = 500;
@@ -31,15 +31,6 @@ const CANCEL_TIMEOUT_MS = 5_000;
 
 /** The statuses after which a task does not change. */
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
-
-/** A task-based tool call that did not finish within the tool timeout; its task was cancelled. */
-export class TaskTimeoutError extends AgentError {
-  /** Set: the server answered throughout, so it is not stopped for this timeout. */
-  readonly taskCancelled = true;
-  constructor(message: string) {
-    super("timeout", message);
-  }
-}
 
 /**
  * The task handle in a `tools/call` result, or `undefined` for an ordinary result: modern
@@ -68,6 +59,11 @@ export interface AwaitTaskOptions {
   /** Answers a modern task's `inputRequests`. */
   input: InputHandler | undefined;
   /**
+   * The context handed to `input`: by default `context`; the connection's also aborts at the
+   * deadline, so that nobody is asked past the tool timeout.
+   */
+  inputContext?: InputContext | undefined;
+  /**
    * Sends one request (`tasks/get`, `tasks/update`, `tasks/result`, `tasks/cancel`) and
    * resolves with its raw result. `detached` (`tasks/cancel`): sent whatever the call's
    * signal and deadline say, bounded by `timeoutMs` alone.
@@ -88,7 +84,7 @@ export interface AwaitTaskOptions {
  * Polls the task of `first` (see {@link taskOf}) to its end and resolves with the tool's
  * result (a `CallToolResult` object; a modern one still carries `resultType: "complete"`).
  * @throws {JsonRpcError} a `failed` task's error; {@link AgentError} `mcp` for a task that was
- *   cancelled by the server, or a malformed answer; {@link TaskTimeoutError} past the
+ *   cancelled by the server, or a malformed answer; {@link ClientWaitTimeoutError} past the
  *   deadline (after `tasks/cancel`); an `AbortError` when the call's signal aborts (after
  *   `tasks/cancel`, sent without waiting)
  */
@@ -106,9 +102,11 @@ export async function awaitTask(
   const cancel = () =>
     options.request("tasks/cancel", { taskId }, CANCEL_TIMEOUT_MS, true).catch(() => ({} as Record<string, unknown>));
   const left = () => options.deadline - Date.now();
+  let gaveUp = false;
   const timedOut = async (): Promise<never> => {
+    gaveUp = true;
     await cancel();
-    throw new TaskTimeoutError(
+    throw new ClientWaitTimeoutError(
       `Tool "${context.tool ?? "?"}" timed out after ${
         formatSeconds(options.timeoutMs)
       } s waiting for task "${taskId}" (status ${JSON.stringify(task.status)}); the task was cancelled`,
@@ -137,8 +135,9 @@ export async function awaitTask(
           const requests = asObject(task.inputRequests) ?? {};
           const fresh = Object.fromEntries(Object.entries(requests).filter(([key]) => !answered.has(key)));
           if (Object.keys(fresh).length > 0) {
-            const responses = await answerAll(fresh, options.input, context);
+            const responses = await answerAll(fresh, options.input, options.inputContext ?? context);
             for (const key of Object.keys(fresh)) answered.add(key);
+            context.signal.throwIfAborted();
             if (left() <= 0) return await timedOut();
             await options.request("tasks/update", { taskId, inputResponses: responses }, left());
             task = await options.request("tasks/get", { taskId }, Math.max(1, left()));
@@ -171,6 +170,8 @@ export async function awaitTask(
       void cancel();
       throw abortError(`The ${label} was cancelled`);
     }
+    // The person was still answering the task's question at the deadline.
+    if (!gaveUp && options.inputContext?.signal.aborted === true) return await timedOut();
     throw error;
   }
 }
