@@ -192,7 +192,7 @@ describe("acp: MCP elicitations go to a client that declares them", () => {
         }
       }
       assert.equal((await done).stopReason, "cancelled");
-      const until = Date.now() + 5000;
+      const until = Date.now() + 15_000;
       while (!withdrawn && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
       assert.ok(withdrawn, "the SDK saw $/cancel_request");
       const next = await promptOnce(session, "again");

@@ -274,7 +274,7 @@ describe("cli.ts run: input requests and tasks", () => {
         const child = spawn("/usr/bin/script", ["-qec", argv, "/dev/null"], { env, cwd: dir });
         let text = "";
         let seen = 0;
-        const killer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+        const killer = setTimeout(() => child.kill("SIGKILL"), 90_000);
         child.stdout.on("data", (d) => {
           text += d;
           const next = answers[0];
