@@ -40,6 +40,13 @@ export type { PromptRun } from "./lib/agent/loop.ts";
 export type { EventStream } from "./lib/util/stream.ts";
 export type { RegistryFailure } from "./lib/mcp/registry.ts";
 export type { HttpServerConfig, McpEra, McpServerConfig, StdioServerConfig } from "./lib/mcp/types.ts";
+export type {
+  ElicitationRequest,
+  ElicitationResult,
+  InputContext,
+  InputHandler,
+  SamplingResult,
+} from "./lib/mcp/input-requests.ts";
 export { createAnthropicModel } from "./lib/llm/anthropic.ts";
 export type { AnthropicOptions } from "./lib/llm/anthropic.ts";
 export type { RetryOptions } from "./lib/llm/retry.ts";

@@ -313,7 +313,10 @@ describe("Streamable HTTP edge cases (raw peers)", () => {
       const meta = call.body.params._meta;
       assert.equal(meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
       assert.equal(meta["io.modelcontextprotocol/clientInfo"].name, "sprout-agent");
-      assert.deepEqual(meta["io.modelcontextprotocol/clientCapabilities"], {});
+      // No input handler given: only the tasks extension, which the connection itself speaks (SPEC 10).
+      assert.deepEqual(meta["io.modelcontextprotocol/clientCapabilities"], {
+        extensions: { "io.modelcontextprotocol/tasks": {} },
+      });
       assert.equal(meta["sprout-agent/session"], "sess-interop");
       assert.ok(!peer.log.some((r) => r.body?.method === "initialize"), "no initialize after a modern 404");
       assert.ok(!peer.log.some((r) => r.method === "DELETE"));

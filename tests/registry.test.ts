@@ -726,17 +726,19 @@ describe("registry: tools/list is sent once at start (issue 9)", () => {
 });
 
 describe("registry: task-based tools (MCP 2025-11-25 execution.taskSupport)", () => {
-  test('a tool that requires task-based execution is not offered, with a warning naming it; "optional" and plain tools are', async () => {
+  test('a tool that requires task-based execution is offered and runs as a task; "optional" and plain tools as before', async () => {
     const { registry, warnings } = await realRegistry([{ ...tsServer("t", "sdk1-tasks.ts", "bun"), name: "t" }]);
     try {
-      assert.deepEqual(names(await registry.listTools()), ["t__echo", "t__convert"]);
-      assert.deepEqual(warnings, [
-        'Skipped tool "render" of server "t": it requires task-based execution (execution.taskSupport "required"), which the agent does not support',
+      assert.deepEqual(names(await registry.listTools()), [
+        "t__echo",
+        "t__render",
+        "t__convert",
+        "t__steps",
+        "t__forever",
       ]);
-      assert.equal(outText(await registry.callTool("t__render", { text: "a" }, call)), "unknown tool: t__render");
+      assert.deepEqual(warnings, []);
+      assert.equal(outText(await registry.callTool("t__render", { text: "a" }, call)), "render: a");
       assert.equal(outText(await registry.callTool("t__convert", { text: "a" }, call)), "convert: a");
-      await registry.listTools();
-      assert.equal(warnings.length, 1, "warned once");
     } finally {
       await registry.close();
     }

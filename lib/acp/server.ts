@@ -12,6 +12,8 @@ import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import process from "node:process";
 import { type Agent, createAgent } from "../agent/agent.ts";
+import type { ElicitationRequest, ElicitationResult, InputContext } from "../mcp/input-requests.ts";
+import { clientElicitationModes, elicitationAnswer, elicitationParams } from "./elicitation.ts";
 import { agentOptionsFromEnv, optionKeys } from "../agent/from-env.ts";
 import type { AgentOptions } from "../agent/options.ts";
 import { serverStderrShown } from "../config/config.ts";
@@ -199,7 +201,9 @@ class AcpServer {
   /** API keys and every header value and credential variable clients gave: never sent or logged. */
   readonly #secrets = new Set<string>();
   #closing = false;
-  /** The id of the next request the agent sends the client (`session/request_permission`). */
+  /** The elicitation modes the client declared in `initialize` (`elicitation/create`); none: declined. */
+  #elicitationModes: ("form" | "url")[] = [];
+  /** The id of the next request the agent sends the client (`session/request_permission`, `elicitation/create`). */
   #nextRequestId = 1;
   /** Requests sent to the client and not answered yet, by id: each resolves with the response. */
   readonly #pending = new Map<number, (response: Response) => void>();
@@ -440,6 +444,7 @@ class AcpServer {
     if (typeof version !== "number" || !Number.isInteger(version) || version < 0) {
       throw invalid("initialize", "protocolVersion must be a whole number");
     }
+    this.#elicitationModes = clientElicitationModes(p["clientCapabilities"]);
     return {
       // The client's version when we speak it, else ours: the client decides whether to go on.
       protocolVersion: version === ACP_PROTOCOL_VERSION ? version : ACP_PROTOCOL_VERSION,
@@ -531,6 +536,13 @@ class AcpServer {
         ...(resume === undefined ? {} : { resume }),
         // A person is present: asks go to the client (so the auto default asks for destructiveHint tools).
         requestPermission: (request, signal) => this.#askClient(sessionId, request, signal),
+        // Elicitations go to the client when it declared them; else the agent declines them, with a log line.
+        ...(this.#elicitationModes.length === 0 ? {} : {
+          input: {
+            elicit: (request, context) => this.#elicitClient(sessionId, request, context),
+            elicitationModes: this.#elicitationModes,
+          },
+        }),
         onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
         onEvent: (event) => (replied ? this.#onEvent(sessionId, event) : early.push(event)),
         ...(this.#showStderr
@@ -694,17 +706,7 @@ class AcpServer {
     const name = JSON.stringify(request.call.name);
     // The call's tool_call goes out with the prompt's events, a few microtasks behind: the
     // client must know the call before it is asked about it.
-    if (!session.announced.has(toolCallId)) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          session.waiting.delete(toolCallId);
-          signal.removeEventListener("abort", done);
-          resolve();
-        };
-        session.waiting.set(toolCallId, done);
-        signal.addEventListener("abort", done, { once: true });
-      });
-    }
+    await whenAnnounced(session, toolCallId, signal);
     if (signal.aborted || this.#closing) return "reject_once";
     this.#notify(sessionId, { sessionUpdate: "tool_call_update", toolCallId, status: "pending" });
     const id = this.#nextRequestId++;
@@ -746,6 +748,56 @@ class AcpServer {
     return read.outcome;
   }
 
+  /**
+   * The session's elicitation handler: `elicitation/create` to the client, tied to the tool
+   * call when known (after its `tool_call` went out). A cancel (or close, or shutdown)
+   * withdraws it with `$/cancel_request` and answers `cancel`; an error response or a
+   * malformed result answers `cancel`, with a log line. What the person typed is never logged.
+   */
+  async #elicitClient(
+    sessionId: string,
+    request: ElicitationRequest,
+    context: InputContext,
+  ): Promise<ElicitationResult> {
+    const session = this.#sessions.get(sessionId);
+    const { signal } = context;
+    if (session === undefined || signal.aborted || this.#closing) return { action: "cancel" };
+    const toolCallId = context.callId;
+    if (toolCallId !== undefined) await whenAnnounced(session, toolCallId, signal);
+    if (signal.aborted || this.#closing) return { action: "cancel" };
+    const id = this.#nextRequestId++;
+    const response = await new Promise<Response | undefined>((resolve) => {
+      const withdraw = () => {
+        if (this.#pending.delete(id)) {
+          this.#send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: id } });
+        }
+        resolve(undefined);
+      };
+      this.#pending.set(id, (answer) => {
+        signal.removeEventListener("abort", withdraw);
+        resolve(answer);
+      });
+      signal.addEventListener("abort", withdraw, { once: true });
+      this.#send({
+        jsonrpc: "2.0",
+        id,
+        method: "elicitation/create",
+        params: redactValue(elicitationParams(sessionId, toolCallId, context.server, request), this.#secrets),
+      });
+    });
+    if (response === undefined || signal.aborted) return { action: "cancel" };
+    const read = elicitationAnswer(response);
+    if ("problem" in read) {
+      this.#log(
+        `[${sessionId}] elicitation/create for server ${
+          JSON.stringify(context.server)
+        }: ${read.problem}; answered cancel`,
+      );
+      return { action: "cancel" };
+    }
+    return read.result;
+  }
+
   #cancel(params: unknown, isRequest: boolean): null {
     const p = typeof params === "object" && params !== null ? (params as Record<string, unknown>) : {};
     try {
@@ -772,6 +824,28 @@ class AcpServer {
     }
     if (log !== undefined) this.#log(`[${sessionId}] ${log}`);
   }
+}
+
+/** Resolves once the call's `tool_call` has gone out (or `signal` aborts); several may wait for one call. */
+function whenAnnounced(
+  session: { announced: Set<string>; waiting: Map<string, () => void> },
+  toolCallId: string,
+  signal: AbortSignal,
+): Promise<void> {
+  if (session.announced.has(toolCallId) || signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const before = session.waiting.get(toolCallId);
+    const done = () => {
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    session.waiting.set(toolCallId, () => {
+      session.waiting.delete(toolCallId);
+      before?.();
+      done();
+    });
+    signal.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** A store's {@link SessionInfo} as ACP's `SessionInfo`. */

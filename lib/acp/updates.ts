@@ -46,6 +46,16 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
           { sessionUpdate: "tool_call_update", toolCallId: event.id, status: "in_progress" },
         ],
       };
+    case "tool-progress":
+      // A task's new status (SPEC 10): the call's content until it ends.
+      return {
+        updates: [{
+          sessionUpdate: "tool_call_update",
+          toolCallId: event.id,
+          status: "in_progress",
+          content: [{ type: "content", content: { type: "text", text: event.message } }],
+        }],
+      };
     case "tool-end":
       return {
         updates: [{

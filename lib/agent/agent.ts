@@ -20,6 +20,7 @@ import { optionKeys } from "./from-env.ts";
 import { restoreSession, type SessionCounters, type SessionStore, type SessionWriter } from "../sessions/records.ts";
 import { Transcript } from "../sessions/transcript.ts";
 import type { Subagents } from "./subagents.ts";
+import { agentInput } from "./input.ts";
 
 /**
  * A ready agent: one conversation (history, `_Stop` budget, compaction count) with its model
@@ -117,6 +118,13 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
   const kept = await claimTranscript(options, sessionId, servers);
   const starting = createRegistry(servers, {
     sessionId,
+    input: agentInput({
+      input: options.input,
+      sampling: options.sampling,
+      model,
+      cwd: options.cwd ?? process.cwd(),
+      warn: (message) => options.onWarning?.(message),
+    }),
     initTimeoutMs: config.mcpInitTimeoutMs,
     maxLineBytes: config.maxLineBytes,
     ...(options.eraCache === undefined ? {} : { eraCache: options.eraCache }),

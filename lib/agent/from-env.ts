@@ -74,6 +74,7 @@ export function agentOptionsFromEnv(
     stopDeclinedTwice: config.stopDeclinedTwice,
     maxLineBytes: config.maxLineBytes,
     permissions: config.permissions,
+    ...(config.samplingMaxTokens > 0 ? { sampling: { maxTokens: config.samplingMaxTokens } } : {}),
   };
 }
 

@@ -23,6 +23,7 @@ import { createAnthropicModel, MIN_THINKING_BUDGET_TOKENS } from "../llm/anthrop
 import { createScriptedModel, parseScript, type ScriptTurn } from "../llm/scripted.ts";
 import { headerProblem, parseMcpConfig, SERVER_NAME_PATTERN } from "../mcp/config.ts";
 import type { InProcessServer } from "../mcp/in-process.ts";
+import type { InputHandler } from "../mcp/input-requests.ts";
 import type { McpEra, McpServerConfig } from "../mcp/types.ts";
 import type { Model } from "../conversation/types.ts";
 import type { SessionStore } from "../sessions/records.ts";
@@ -158,6 +159,21 @@ export interface AgentOptions extends AgentLimits {
    * is then a denial whose text names the setting that would allow the tool.
    */
   requestPermission?: PermissionAsk | undefined;
+  /**
+   * How the servers' input requests are answered (SPEC section 10): `elicit` asks the person
+   * (the CLI's terminal prompt, the ACP client's `elicitation/create`), with the
+   * `elicitationModes` it can show; `sample`, `roots` and `maxRounds` override the defaults.
+   * Defaults: an elicitation is declined with a warning (no one can answer), sampling follows
+   * {@link AgentOptions.sampling}, the one root is {@link AgentOptions.cwd}, 10 rounds.
+   */
+  input?: InputHandler | undefined;
+  /**
+   * Lets servers sample the agent's own model (`sampling/createMessage`,
+   * `SPROUT_AGENT_SAMPLING=on`): each request gets at most `maxTokens` output tokens
+   * (`SPROUT_AGENT_SAMPLING_MAX_TOKENS`, default 1024), text only, no tools. Default off: not
+   * declared, and a server that asks anyway is refused with an error naming the setting.
+   */
+  sampling?: { maxTokens: number } | false | undefined;
   /**
    * Receives the events that happen outside a prompt: the `hook` and `warning` events of
    * `_SessionStart` (in `createAgent`) and `_SessionEnd` (in `close`). Default: dropped.

@@ -86,7 +86,7 @@ export interface RunToolCallsOptions {
   maxResultBytes: number;
   /** Calls answered with this error text instead of running, by call id. */
   refused: Record<string, string>;
-  /** Receives `tool-start` and `tool-end` events. */
+  /** Receives `tool-start`, `tool-progress` and `tool-end` events. */
   emit: (event: AgentEvent) => void;
   /** Milliseconds clock for durations. */
   now: () => number;
@@ -158,7 +158,12 @@ export async function runToolCalls(calls: readonly ToolCall[], options: RunToolC
           const raw = local !== undefined
             ? await local.call({ ...call, arguments: args }, args, { signal, emit: options.emit })
             : await raceAbort(
-              options.registry.callTool(call.name, args, { signal, timeoutMs: options.timeoutMs }),
+              options.registry.callTool(call.name, args, {
+                signal,
+                timeoutMs: options.timeoutMs,
+                callId: call.id,
+                onProgress: (message) => options.emit({ type: "tool-progress", id: call.id, name: call.name, message }),
+              }),
               signal,
             );
           if (local !== undefined && signal.aborted) throw new DOMException("cancelled", "AbortError");

@@ -83,6 +83,13 @@ export interface HumanPrinter {
   error(message: string): void;
   /** One line of ours on stderr (a server's stderr line), started on a fresh line. */
   note(text: string): void;
+  /**
+   * A question's last line on stderr, left open for the answer typed after it (`ask.ts`,
+   * `elicit.ts`): a line printed before {@link HumanPrinter.answered} starts on a fresh line.
+   */
+  ask(text: string): void;
+  /** The person's Enter ended the open question's line. */
+  answered(): void;
 }
 
 /**
@@ -134,9 +141,12 @@ export function humanPrinter(): HumanPrinter {
     if (thinking === "mid-line") writeErr("\n");
     thinking = "no";
   };
+  /** A question is open on stderr, waiting for its answer. */
+  let asking = false;
   const line = (text: string) => {
     endThinking();
-    if (shared() && lastOpen) writeErr("\n");
+    if ((shared() && lastOpen) || asking) writeErr("\n");
+    asking = false;
     writeErr(`${text}\n`);
   };
   const endAnswer = () => {
@@ -251,6 +261,10 @@ export function humanPrinter(): HumanPrinter {
         case "subagent":
           childEvent(e, "  ", e.name);
           break;
+        case "tool-progress":
+          // A task's new status (SPEC 10): one dim line each.
+          line(err.dim(`… ${e.name} ${firstLine(e.message, 120)}`));
+          break;
         case "tool-end": {
           // A subagent's last words before its report (SPEC 13.6).
           for (const [id, child] of children) {
@@ -345,6 +359,16 @@ export function humanPrinter(): HumanPrinter {
       line(`error: ${message}`);
     },
     note: line,
+    ask(text) {
+      endThinking();
+      if ((shared() && lastOpen) || asking) writeErr("\n");
+      writeErr(text);
+      asking = true;
+    },
+    answered() {
+      asking = false;
+      lastOpen = false;
+    },
   };
 }
 

@@ -11,11 +11,12 @@ import type { AgentEvent, PromptResult } from "../conversation/events.ts";
 import { AgentError, isAbortError } from "../util/errors.ts";
 import { configSecrets, redact, redactEvent } from "../util/redact.ts";
 import { parseRunArgs } from "./args.ts";
-import { type LineInput, terminalAsk } from "./ask.ts";
+import { type LineInput, lineReader, terminalAsk } from "./ask.ts";
+import { terminalElicit } from "./elicit.ts";
 import { exists, readText } from "./files.ts";
 import { subagentFolders } from "../subagents/folders.ts";
 import { exit, isExiting, printed, stderr, stdinIsTerminal, stdout } from "./io.ts";
-import { humanPrinter, innermost, serverStderrOption } from "./render.ts";
+import { humanPrinter, innermost, serverStderrOption, visible } from "./render.ts";
 import { loadServers } from "./servers.ts";
 import { cliSessionStore, latestSession } from "./sessions.ts";
 
@@ -93,13 +94,19 @@ export async function run(args: string[]): Promise<number> {
   // No servers, no tool calls, nothing to ask about: then the terminal is not probed (building
   // process.stdin costs Bun 5-7 ms of start-up, docs/PERFORMANCE.md).
   const person = servers.length > 0 && !json && !fromStdin && stdinIsTerminal() && process.stderr.isTTY === true;
-  const requestPermission = person && printer !== undefined
-    ? terminalAsk(
-      (line) => printer.note(redact(line, secrets)),
-      (text) => stderr().write(text),
-      process.stdin as unknown as LineInput,
-    )
+  const lines = person && printer !== undefined
+    ? lineReader(process.stdin as unknown as LineInput, () => printer.answered())
     : undefined;
+  const say = (line: string) => printer!.note(redact(line, secrets));
+  // A question's open line: a line printed meanwhile (another call ending) starts on a fresh one.
+  const write = (text: string) => {
+    if (text !== "\n") return printer!.ask(redact(text, secrets));
+    stderr().write(text);
+    printer!.answered();
+  };
+  const requestPermission = lines === undefined ? undefined : terminalAsk(say, write, lines);
+  // A server's elicitation (SPEC 10) is asked on the same terminal; headless it is declined.
+  const elicit = lines === undefined ? undefined : terminalElicit(say, write, lines, visible);
 
   const controller = new AbortController();
   let signalled: "SIGINT" | "SIGTERM" | undefined;
@@ -137,6 +144,7 @@ export async function run(args: string[]): Promise<number> {
       permissions,
       ...(agentFiles.definitions.length === 0 ? {} : { subagents: agentFiles.definitions }),
       ...(requestPermission === undefined ? {} : { requestPermission }),
+      ...(elicit === undefined ? {} : { input: { elicit } }),
       ...(resume === undefined ? {} : { resume }),
     });
   } catch (error) {

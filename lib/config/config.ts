@@ -136,6 +136,13 @@ export interface Config {
    * `deny`, default `auto`); the CLI's `--allow`, `--ask` and `--deny` add to the lists.
    */
   permissions: PermissionPolicy;
+  /**
+   * `SPROUT_AGENT_SAMPLING` (`on` | `off`, default off): whether MCP servers may sample the
+   * agent's own model (`sampling/createMessage`), and `SPROUT_AGENT_SAMPLING_MAX_TOKENS`
+   * (default 1024, at least 1): the most output tokens one such request gets. `0` when off
+   * (SPEC section 10).
+   */
+  samplingMaxTokens: number;
 }
 
 /** What the policy says of a tool when no rule names it (SPEC 7.8). */
@@ -242,6 +249,16 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; me
     name: "SPROUT_AGENT_THINKING_BUDGET_TOKENS",
     default: "0",
     meaning: "Anthropic extended thinking budget, 0 = off, else 1024 to max output tokens - 1",
+  },
+  {
+    name: "SPROUT_AGENT_SAMPLING",
+    default: "off",
+    meaning: "on: MCP servers may sample the agent's own model (sampling/createMessage)",
+  },
+  {
+    name: "SPROUT_AGENT_SAMPLING_MAX_TOKENS",
+    default: "1024",
+    meaning: "most output tokens per sampling request",
   },
   {
     name: "SPROUT_AGENT_SESSION_DIR",
@@ -474,6 +491,9 @@ export function loadConfig(env: Env, readFile: (path: string) => string): Config
       deny: parseGlobs(env["SPROUT_AGENT_DENY"]),
       default: permissionDefault(env),
     },
+    samplingMaxTokens: onOff(env, "SPROUT_AGENT_SAMPLING", false)
+      ? Math.min(integer(env, "SPROUT_AGENT_SAMPLING_MAX_TOKENS", 1024, 1, maxOutputTokens), maxOutputTokens)
+      : 0,
   };
   return config;
 }

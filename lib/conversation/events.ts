@@ -77,6 +77,11 @@ export type AgentEvent =
   /** The LLM asked for a tool; `name` is the qualified name it used. */
   | { type: "tool-start"; id: string; name: string; arguments: Record<string, unknown> }
   /**
+   * A running tool call's progress, for the person: a task's new status or status message
+   * (`task working: 3 of 5 files`, SPEC section 10). Never sent to the model.
+   */
+  | { type: "tool-progress"; id: string; name: string; message: string }
+  /**
    * A tool call finished. `ok` is false for `isError` results and every failure; `output` is
    * the text sent to the LLM (after truncation).
    */

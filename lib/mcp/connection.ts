@@ -27,6 +27,15 @@ import { ToolListChanges } from "./list-changes.ts";
 import type { StdioProcess } from "./stdio.ts";
 import { exitError } from "./exit.ts";
 import { listToolPages } from "./tools-list.ts";
+import {
+  answerInputRequest,
+  clientCapabilities,
+  ClientWaitTimeoutError,
+  INPUT_METHODS,
+  runInputRounds,
+} from "./input-requests.ts";
+import type { InputContext } from "./input-requests.ts";
+import { awaitTask, taskOf } from "./tasks.ts";
 import { MODERN_PROTOCOL_VERSION } from "./types.ts";
 import type {
   CallToolResult,
@@ -39,6 +48,31 @@ import type {
   McpServerConfig,
   McpTool,
 } from "./types.ts";
+
+/** A tool call in flight, for the legacy server's input requests made during it. */
+interface ActiveCall {
+  tool: string;
+  callId: string | undefined;
+  /** Aborts on a cancel and at the tool timeout. */
+  signal: AbortSignal;
+  /** Input requests of the server being answered now. */
+  asking: number;
+  /** The tool timeout came while one was being answered: the client, not the server, was slow. */
+  waited: boolean;
+}
+
+/** The tool declares `execution.taskSupport: "required"` (MCP 2025-11-25). */
+function requiresTask(tool: McpTool): boolean {
+  const execution = tool.execution;
+  return typeof execution === "object" && execution !== null &&
+    (execution as { taskSupport?: unknown }).taskSupport === "required";
+}
+
+/** A result that must be an object (`decodeResult` says so otherwise). */
+function asRecord(value: unknown, name: string): Record<string, unknown> {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+  return decodeResult(value, { name, method: "tools/call" });
+}
 
 /** How many of a process's first stderr lines are kept to be compared with the next start's. */
 const MAX_REPEATED_STDERR_LINES = 200;
@@ -69,6 +103,10 @@ export class Connection implements McpConnection {
   #changes: ToolListChanges;
   /** The first stderr lines of the last process spawned, for {@link #stderrOnce}. */
   #stderrLines: string[] = [];
+  /** Tools the last list marked `execution.taskSupport: "required"`: called as tasks (legacy era). */
+  #taskTools = new Set<string>();
+  /** The tool calls in flight: a legacy server's input request is tied to the call when only one is. */
+  #calls = new Set<ActiveCall>();
 
   /**
    * Nothing starts until {@link start}; `initTimeoutMs` defaults to 30000. With `channel`
@@ -246,7 +284,27 @@ export class Connection implements McpConnection {
       send,
       onWarning: (m) => this.#warn(m),
       onNotification: (method, params) => this.#changes.notification(method, params),
+      onRequest: (method, params, signal) =>
+        INPUT_METHODS.includes(method) ? this.#answerServerRequest(method, params, signal) : undefined,
     });
+  }
+
+  /**
+   * A legacy server's own `elicitation/create`, `sampling/createMessage` or `roots/list`:
+   * answered through `options.input`, tied to the tool call in flight when there is one.
+   */
+  #answerServerRequest(method: string, params: unknown, signal: AbortSignal): Promise<unknown> {
+    const calls = [...this.#calls];
+    const call = calls.length === 1 ? calls[0] : undefined;
+    const context: InputContext = {
+      server: this.#name,
+      tool: call?.tool,
+      callId: call?.callId,
+      signal: call === undefined ? signal : AbortSignal.any([signal, call.signal]),
+    };
+    if (call === undefined) return answerInputRequest(method, params, this.#options.input, context);
+    call.asking++;
+    return answerInputRequest(method, params, this.#options.input, context).finally(() => call.asking--);
   }
 
   #warn(message: string): void {
@@ -260,6 +318,7 @@ export class Connection implements McpConnection {
       version: version ?? (this.era === "modern" ? this.protocolVersion : undefined),
       clientInfo: this.#options.clientInfo,
       extra,
+      capabilities: clientCapabilities(this.#options.input, true),
     });
   }
 
@@ -308,6 +367,7 @@ export class Connection implements McpConnection {
       name: this.#name,
       clientInfo: this.#options.clientInfo,
       meta: this.#meta(),
+      capabilities: clientCapabilities(this.#options.input, false),
       timeoutMs: remainingMs(deadline),
       timeoutMessage: () => this.#initTimeoutMessage(),
     });
@@ -323,6 +383,15 @@ export class Connection implements McpConnection {
     params: Record<string, unknown>,
     options: McpRequestOptions,
   ): Promise<Record<string, unknown>> {
+    return decodeResult(await this.#requestRaw(method, params, options), { name: this.#name, method });
+  }
+
+  /** One request; resolves with its result as sent (`resultType` kept). */
+  async #requestRaw(
+    method: string,
+    params: Record<string, unknown>,
+    options: McpRequestOptions,
+  ): Promise<unknown> {
     if (this.#dead && this.#exit) {
       throw new AgentError(
         "mcp",
@@ -345,7 +414,7 @@ export class Connection implements McpConnection {
       if (this.#exit && !(error instanceof JsonRpcError)) throw exitError(this.#name, this.#exit, method);
       throw error;
     }
-    return decodeResult(result, { name: this.#name, method });
+    return result;
   }
 
   /** Every tool, all pages; `timeoutMs` per page defaults to `initTimeoutMs`. */
@@ -362,16 +431,92 @@ export class Connection implements McpConnection {
       { name: this.#name, warn: (m) => this.#warn(m) },
     );
     this.#changes.listed(mark, freshUntil);
+    this.#taskTools = new Set(tools.filter(requiresTask).map((t) => t.name));
     return tools;
   }
 
-  /** `tools/call`; an `isError` result resolves. */
+  /**
+   * `tools/call`; an `isError` result resolves. Its `input_required` rounds and its task are
+   * bounded together by `timeoutMs`, each request by what is left of it.
+   */
   async callTool(
     name: string,
     args: Record<string, unknown>,
     options: McpRequestOptions = {},
   ): Promise<CallToolResult> {
-    const result = await this.#request("tools/call", { name, arguments: args }, options);
+    const timeoutMs = options.timeoutMs;
+    const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
+    const controller = new AbortController();
+    const signal = options.signal === undefined
+      ? controller.signal
+      : AbortSignal.any([options.signal, controller.signal]);
+    // Whoever answers an input request is not asked past the tool timeout.
+    const asking = new AbortController();
+    const waiting = () =>
+      new ClientWaitTimeoutError(
+        `Tool "${name}" timed out after ${
+          formatSeconds(timeoutMs ?? 0)
+        } s waiting for an answer to server "${this.#name}"'s question`,
+      );
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+      if (call.asking > 0) call.waited = true;
+      asking.abort(waiting());
+    }, timeoutMs);
+    const inputSignal = AbortSignal.any([signal, asking.signal]);
+    const call: ActiveCall = { tool: name, callId: options.callId, signal: inputSignal, asking: 0, waited: false };
+    this.#calls.add(call);
+    const leg = (ms?: number, detached = false): McpRequestOptions => {
+      const out: McpRequestOptions = {};
+      if (options.signal !== undefined && !detached) out.signal = options.signal;
+      if (options.meta !== undefined) out.meta = options.meta;
+      const left = Math.min(
+        ms ?? Number.POSITIVE_INFINITY,
+        detached ? Number.POSITIVE_INFINITY : deadline - Date.now(),
+      );
+      if (Number.isFinite(left)) out.timeoutMs = Math.max(1, left);
+      return out;
+    };
+    const params: Record<string, unknown> = { name, arguments: args };
+    // A legacy tool that requires a task is asked for one (MCP 2025-11-25), kept as long as the call may last.
+    if (this.era === "legacy" && this.#taskTools.has(name)) {
+      params.task = timeoutMs === undefined ? {} : { ttl: timeoutMs };
+    }
+    const context: InputContext = { server: this.#name, tool: name, callId: options.callId, signal };
+    const inputContext: InputContext = { ...context, signal: inputSignal };
+    let result: Record<string, unknown>;
+    try {
+      let raw = asRecord(await this.#requestRaw("tools/call", params, leg()), this.#name);
+      raw = await runInputRounds(raw, {
+        context: inputContext,
+        method: "tools/call",
+        input: this.#options.input,
+        retry: async (extra) =>
+          asRecord(await this.#requestRaw("tools/call", { ...params, ...extra }, leg()), this.#name),
+      });
+      const task = taskOf(raw);
+      if (task !== undefined) {
+        raw = await awaitTask(task, {
+          modern: this.era === "modern",
+          context,
+          deadline,
+          timeoutMs: timeoutMs ?? 0,
+          input: this.#options.input,
+          inputContext,
+          request: async (method, p, ms, detached) =>
+            asRecord(await this.#requestRaw(method, p, leg(ms, detached)), this.#name),
+          onProgress: options.onProgress,
+        });
+      }
+      result = decodeResult(raw, { name: this.#name, method: "tools/call" });
+    } catch (error) {
+      // A legacy server still waiting for our answer at the timeout is not at fault.
+      if (call.waited && error instanceof AgentError && error.code === "timeout") throw waiting();
+      throw error;
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      this.#calls.delete(call);
+      controller.abort();
+    }
     const content = Array.isArray(result.content) ? result.content : [];
     const out: CallToolResult = { content };
     if (typeof result.isError === "boolean") out.isError = result.isError;

@@ -53,6 +53,8 @@ export interface RequestMetaOptions {
   clientInfo?: { name: string; version: string } | undefined;
   /** Per-request entries (for example `sprout-agent/hook`). */
   extra?: Record<string, unknown> | undefined;
+  /** Sent as `io.modelcontextprotocol/clientCapabilities` (modern); default `{}`. */
+  capabilities?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -64,7 +66,7 @@ export function requestMeta(options: RequestMetaOptions): Record<string, unknown
   if (options.version !== undefined) {
     meta[PROTOCOL_VERSION_META_KEY] = options.version;
     meta[CLIENT_INFO_META_KEY] = options.clientInfo ?? DEFAULT_CLIENT_INFO;
-    meta[CLIENT_CAPABILITIES_META_KEY] = {};
+    meta[CLIENT_CAPABILITIES_META_KEY] = options.capabilities ?? {};
   }
   return meta;
 }
@@ -237,6 +239,8 @@ export interface InitializeOptions {
   clientInfo: { name: string; version: string } | undefined;
   /** The request's `_meta`. */
   meta: Record<string, unknown>;
+  /** Sent as `capabilities` (what the client can answer, `lib/mcp/input-requests.ts`); default `{}`. */
+  capabilities?: Record<string, unknown> | undefined;
   /** How long the server may take to answer, in ms. */
   timeoutMs: number;
   /** The message of a timeout. */
@@ -256,7 +260,7 @@ export async function initializeLegacy(
   const result = asObject(
     await peer.request("initialize", {
       protocolVersion: LEGACY_PROTOCOL_VERSION,
-      capabilities: {},
+      capabilities: options.capabilities ?? {},
       clientInfo: options.clientInfo ?? DEFAULT_CLIENT_INFO,
       _meta: options.meta,
     }, { timeoutMs: options.timeoutMs, timeoutMessage: options.timeoutMessage }),
@@ -275,9 +279,9 @@ export async function initializeLegacy(
 
 /**
  * A request's result as usable data: modern results carry `resultType`, and only `complete`
- * (or none, legacy) is usable here; `resultType` is removed.
- * @throws {AgentError} `mcp` when the result is not an object or needs input the agent
- *   cannot provide
+ * (or none, legacy) is usable here; `resultType` is removed. (`tools/call` first goes through
+ * its `input_required` rounds and its task, `connection.ts`.)
+ * @throws {AgentError} `mcp` when the result is not an object or is of another type
  */
 export function decodeResult(result: unknown, request: { name: string; method: string }): Record<string, unknown> {
   const object = asObject(result);
@@ -292,7 +296,7 @@ export function decodeResult(result: unknown, request: { name: string; method: s
   }
   throw new AgentError(
     "mcp",
-    `${failed}: result type "${String(type)}" is not supported (the agent cannot provide input)`,
+    `${failed}: result type "${String(type)}" is not supported for this request`,
   );
 }
 

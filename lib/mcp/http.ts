@@ -227,6 +227,11 @@ export class HttpTransport {
       if (message.method === "tools/call" && typeof params?.name === "string") {
         headers.set("mcp-name", encodeHeaderValue(params.name));
       }
+      // The tasks extension routes a task's requests by its id (SPEC 10, lib/mcp/tasks.ts).
+      const taskId = (params as { taskId?: unknown } | undefined)?.taskId;
+      if (message.method.startsWith("tasks/") && typeof taskId === "string") {
+        headers.set("mcp-name", encodeHeaderValue(taskId));
+      }
     }
     const sessionId = this.#sessionId;
     if (sessionId !== undefined && !isInitialize) headers.set("mcp-session-id", sessionId);

@@ -1,7 +1,8 @@
 /**
  * The transport-neutral JSON-RPC 2.0 engine of the MCP client: ids, pending requests,
  * timeouts, cancellation (`notifications/cancelled`), late replies, and answers to server
- * requests (`ping` → `{}`, everything else -32601). SPEC sections 4.5 and 10.
+ * requests (`ping` → `{}`, the ones `onRequest` takes with its answer, everything else
+ * -32601). SPEC sections 4.5 and 10.
  * @module
  */
 
@@ -74,6 +75,13 @@ export interface JsonRpcPeerOptions {
   onNotification?: (method: string, params: unknown) => void;
   /** Non-fatal problems (a reply that is not JSON-RPC). */
   onWarning?: (message: string) => void;
+  /**
+   * A request from the server other than `ping`: resolve with its result, reject with an
+   * error whose `rpcCode` (default -32603) and message answer it, or return `undefined` to
+   * answer -32601. `signal` aborts when the server cancels it (`notifications/cancelled`)
+   * or the peer fails.
+   */
+  onRequest?: (method: string, params: unknown, signal: AbortSignal) => Promise<unknown> | undefined;
 }
 
 /** Per-request options of {@link JsonRpcPeer.request}. */
@@ -128,6 +136,8 @@ export class JsonRpcPeer {
   #nextId = 0;
   #pending = new Map<JsonRpcId, Pending>();
   #closedError: (() => Error) | undefined;
+  /** The server's requests being answered, by id: aborted when it cancels them. */
+  #incoming = new Map<JsonRpcId, AbortController>();
   /** Replies whose request was no longer pending (late or unknown). */
   discardedReplies = 0;
 
@@ -259,7 +269,7 @@ export class JsonRpcPeer {
     const m = message as JsonRpcMessage;
     if (typeof m.method === "string") {
       if (m.id === undefined || m.id === null) this.#notification(m.method, m.params);
-      else this.#serverRequest(m.id, m.method);
+      else this.#serverRequest(m.id, m.method, m.params);
       return;
     }
     let id = m.id;
@@ -301,6 +311,8 @@ export class JsonRpcPeer {
    */
   failAll(error: () => Error, closed = true): void {
     if (closed) this.#closedError = error;
+    for (const controller of this.#incoming.values()) controller.abort(abortError("The connection ended"));
+    this.#incoming.clear();
     const entries = [...this.#pending.values()];
     this.#pending.clear();
     for (const entry of entries) {
@@ -322,15 +334,57 @@ export class JsonRpcPeer {
   }
 
   #notification(method: string, params: unknown): void {
+    if (method === "notifications/cancelled") {
+      const requestId = (params as { requestId?: unknown } | null)?.requestId;
+      const controller = typeof requestId === "string" || typeof requestId === "number"
+        ? this.#incoming.get(requestId)
+        : undefined;
+      if (controller !== undefined) {
+        this.#incoming.delete(requestId as JsonRpcId);
+        controller.abort(abortError("The server cancelled its request"));
+        return;
+      }
+    }
     this.#options.onNotification?.(method, params);
   }
 
-  #serverRequest(id: JsonRpcId, method: string): void {
+  #serverRequest(id: JsonRpcId, method: string, params: unknown): void {
+    const answering = method === "ping" ? undefined : new AbortController();
+    const pending = answering === undefined ? undefined : this.#options.onRequest?.(method, params, answering.signal);
+    if (pending !== undefined && answering !== undefined) {
+      this.#incoming.set(id, answering);
+      pending.then(
+        (result) => ({ jsonrpc: "2.0", id, result: result ?? {} }) as JsonRpcMessage,
+        (error: unknown) => {
+          const code = (error as { rpcCode?: unknown })?.rpcCode;
+          return {
+            jsonrpc: "2.0",
+            id,
+            error: {
+              code: typeof code === "number" ? code : -32603,
+              message: error instanceof Error ? error.message : String(error),
+            },
+          } as JsonRpcMessage;
+        },
+      ).then((reply) => {
+        // Cancelled by the server, or the peer failed: no answer is sent (MCP cancellation).
+        if (this.#incoming.get(id) !== answering) return;
+        this.#incoming.delete(id);
+        this.#reply(reply, method);
+      });
+      return;
+    }
+    this.#reply(
+      method === "ping"
+        ? { jsonrpc: "2.0", id, result: {} }
+        : { jsonrpc: "2.0", id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${method}` } },
+      method,
+    );
+  }
+
+  #reply(reply: JsonRpcMessage, method: string): void {
     const controller = new AbortController();
     const context: SendContext = { signal: controller.signal, method: undefined, id: undefined };
-    const reply: JsonRpcMessage = method === "ping"
-      ? { jsonrpc: "2.0", id, result: {} }
-      : { jsonrpc: "2.0", id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${method}` } };
     this.#options.send(reply, context).catch((error: unknown) => {
       this.#options.onWarning?.(
         `Cannot answer "${method}" from ${this.#options.label}: ${

@@ -10,11 +10,13 @@ import { formatSeconds, sleep } from "../util/time.ts";
 import type { ToolDef } from "../conversation/types.ts";
 import { exitText, messageOf, ServerHandle, type ServerHandleOptions } from "./registry-server.ts";
 import { objectSchema, toolDescription, ToolNames, toolOutcome } from "./registry-tools.ts";
+import type { InputHandler } from "./input-requests.ts";
 import type {
   CallToolResult,
   McpConnection,
   McpConnectOptions,
   McpEra,
+  McpRequestOptions,
   McpServerConfig,
   McpTool,
   ToolOutcome,
@@ -72,6 +74,11 @@ export interface RegistryOptions {
   onServerStderr?: (server: string, line: string) => void;
   /** Default: `connectMcp` of `./client.ts`. */
   connect?: ConnectFn;
+  /**
+   * Answers the servers' input requests (elicitation, sampling, roots) and decides what the
+   * client capabilities declare (`lib/mcp/input-requests.ts`); default none.
+   */
+  input?: InputHandler;
   /** First restart backoff in ms, doubled per failed attempt; default 500. */
   restartBaseMs?: number;
   /** Longest restart backoff in ms; default 30000. */
@@ -119,21 +126,6 @@ export async function createRegistry(
   return { registry, failures };
 }
 
-/**
- * The tool declares `execution.taskSupport: "required"` (MCP 2025-11-25): servers answer a
- * plain `tools/call` to it with -32601, so offering it to the model could only produce
- * failures. It is skipped rather than called as a task because task-augmented calls need the
- * experimental Tasks machinery (a `task` field on `tools/call`, then `tasks/get` polling and
- * `tasks/result`, with their own TTLs and cancellation), which the 2026-07-28 revision moved
- * out of the core protocol into an extension; `"optional"` tools stay, since servers run
- * them as ordinary calls.
- */
-function requiresTask(tool: McpTool): boolean {
-  const execution = tool.execution;
-  return typeof execution === "object" && execution !== null &&
-    (execution as { taskSupport?: unknown }).taskSupport === "required";
-}
-
 class McpRegistry implements ToolRegistry {
   #handleOptions: ServerHandleOptions;
   #servers: ServerHandle[] = [];
@@ -154,6 +146,7 @@ class McpRegistry implements ToolRegistry {
     if (options.fetch !== undefined) connectOptions.fetch = options.fetch;
     if (options.cwd !== undefined) connectOptions.cwd = options.cwd;
     if (options.env !== undefined) connectOptions.env = options.env;
+    if (options.input !== undefined) connectOptions.input = options.input;
     this.#handleOptions = {
       connect: options.connect ?? connectMcp,
       connectOptions,
@@ -227,12 +220,6 @@ class McpRegistry implements ToolRegistry {
         if (typeof tool.name !== "string" || seen.has(tool.name)) continue;
         seen.add(tool.name);
         if (tool.name.startsWith("_")) continue; // hooks and reserved names (SPEC 2.1)
-        if (requiresTask(tool)) {
-          this.#warnOnce(
-            `Skipped tool "${tool.name}" of server "${server.name}": it requires task-based execution (execution.taskSupport "required"), which the agent does not support`,
-          );
-          continue;
-        }
         const name = this.#names.nameFor(server.name, tool.name);
         const schema = objectSchema(tool.inputSchema);
         if ("skip" in schema) {
@@ -265,7 +252,7 @@ class McpRegistry implements ToolRegistry {
   async callTool(
     name: string,
     args: Record<string, unknown>,
-    options: { signal?: AbortSignal; timeoutMs: number },
+    options: { signal?: AbortSignal; timeoutMs: number; onProgress?: (message: string) => void; callId?: string },
   ): Promise<ToolOutcome> {
     options.signal?.throwIfAborted();
     this.#build();
@@ -276,8 +263,10 @@ class McpRegistry implements ToolRegistry {
     options.signal?.throwIfAborted();
     if (typeof conn === "string") return failure(conn);
     if (!server.tools.some((t) => t.name === bare)) return failure(`unknown tool: ${name}`);
-    const request: { signal?: AbortSignal; timeoutMs: number } = { timeoutMs: options.timeoutMs };
+    const request: McpRequestOptions = { timeoutMs: options.timeoutMs };
     if (options.signal !== undefined) request.signal = options.signal;
+    if (options.onProgress !== undefined) request.onProgress = options.onProgress;
+    if (options.callId !== undefined) request.callId = options.callId;
     try {
       return toolOutcome(await conn.callTool(bare, args, request));
     } catch (error) {
@@ -302,6 +291,8 @@ class McpRegistry implements ToolRegistry {
     timeoutMs: number,
   ): Promise<string> {
     if (error instanceof AgentError && error.code === "timeout") {
+      // The client was still waiting (a person answering, a task running): the server answered throughout.
+      if ((error as { serverAnswered?: unknown }).serverAnswered === true) return error.message;
       const text = `Tool "${tool}" timed out after ${formatSeconds(timeoutMs)} s`;
       if (server.config.transport.type !== "stdio") return text;
       this.killServer(server.name, `tool "${tool}" timed out`);

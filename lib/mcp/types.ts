@@ -4,6 +4,8 @@
  * @module
  */
 
+import type { InputHandler } from "./input-requests.ts";
+
 /**
  * The two protocol eras (SPEC section 10): 2026-07-28 and later, or 2025-11-25 and earlier.
  * @example
@@ -94,7 +96,8 @@ export interface McpTool {
   inputSchema?: unknown;
   /**
    * MCP 2025-11-25 `ToolExecution`: `taskSupport` `"required"` means the tool answers a plain
-   * `tools/call` with -32601, so the registry does not offer it (see `registry.ts`).
+   * `tools/call` with -32601, so a legacy server's such tool is called as a task
+   * (`lib/mcp/tasks.ts`); `"optional"` tools keep the plain call.
    */
   execution?: unknown;
   /** Any other field the server sent (`annotations`, `outputSchema`, `_meta`…); unused by the agent. */
@@ -131,6 +134,13 @@ export interface McpRequestOptions {
   timeoutMs?: number;
   /** Extra `params._meta` entries (for example `sprout-agent/hook`). */
   meta?: Record<string, unknown>;
+  /**
+   * `tools/call` only: each change of a task's status or status message (`task working: 40 %
+   * done`), for the person (the tool call's updates). Default none.
+   */
+  onProgress?: (message: string) => void;
+  /** `tools/call` only: the agent's id of the call, handed to input requests (`InputContext.callId`). */
+  callId?: string;
 }
 
 /** How a stdio server's process ended. */
@@ -171,6 +181,12 @@ export interface InProcessTransport {
 
 /** Options for {@link McpConnection} creation (`connectMcp` in `lib/mcp/client.ts`). */
 export interface McpConnectOptions {
+  /**
+   * Answers the server's input requests (elicitation, sampling, roots; `lib/mcp/input-requests.ts`)
+   * and decides which are declared in the client capabilities. Default none: nothing is
+   * declared and each such request is refused.
+   */
+  input?: InputHandler;
   /** Sent as `_meta["sprout-agent/session"]` on every request (SPEC section 10). */
   sessionId: string;
   /** `initialize`/`server/discover` and each `tools/list`; default 30000. */
@@ -249,8 +265,10 @@ export interface McpConnection {
    */
   listTools(options?: McpRequestOptions): Promise<McpTool[]>;
   /**
-   * `tools/call`. A JSON-RPC error, a dead server or a transport failure throws; an
-   * `isError` result resolves.
+   * `tools/call`, through its `input_required` rounds (answered by `McpConnectOptions.input`,
+   * at most 10) and its task, when the server answers with one (polled to its end within
+   * `timeoutMs`; a cancel sends `tasks/cancel`). A JSON-RPC error, a dead server or a
+   * transport failure throws; an `isError` result resolves.
    * @throws {AgentError} `mcp` (message says what failed, with exit code and stderr tail
    *   when the server exited), `timeout`; an `AbortError` when `signal` aborts.
    */
@@ -293,7 +311,14 @@ export interface ToolRegistry {
   callTool(
     name: string,
     args: Record<string, unknown>,
-    options: { signal?: AbortSignal; timeoutMs: number },
+    options: {
+      signal?: AbortSignal;
+      timeoutMs: number;
+      /** A task's status changes ({@link McpRequestOptions.onProgress}). */
+      onProgress?: (message: string) => void;
+      /** The agent's id of the call, for input requests. */
+      callId?: string;
+    },
   ): Promise<ToolOutcome>;
   /**
    * Server names, in configuration order, that list `hook` and are connected now; with

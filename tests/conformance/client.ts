@@ -69,6 +69,17 @@ try {
     { name: "conformance", transport: { type: "http", url, headers: {} } },
     {
       sessionId: "conformance",
+      // A person who accepts every form as offered: each property at its default (SEP-1034).
+      input: {
+        elicit: (request) => {
+          if (request.mode !== "form") return Promise.resolve({ action: "decline" });
+          const properties = (request.requestedSchema.properties ?? {}) as Record<string, { default?: unknown }>;
+          const content = Object.fromEntries(
+            Object.entries(properties).filter(([, p]) => p.default !== undefined).map(([k, p]) => [k, p.default]),
+          );
+          return Promise.resolve({ action: "accept", content: content as Record<string, string> });
+        },
+      },
       onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
       ...(scenario === "sse-retry" ? { fetch: observedFetch() } : {}),
     },
