@@ -375,7 +375,9 @@ export class Connection implements McpConnection {
     if (this.#http) this.#http.legacyVersion = version;
     if (serverInfo) this.serverInfo = serverInfo;
     await this.#peer.notify("notifications/initialized", {});
-    this.#http?.listenAfterNextRequest();
+    // The standalone GET stream at once, as the official clients open it: a legacy server
+    // sends its own requests there (SDK 1.x elicitInput), even while it answers our first one.
+    this.#http?.listen();
   }
 
   async #request(

@@ -57,7 +57,6 @@ export class HttpTransport {
   #sessionId: string | undefined;
   #reinit: Promise<void> | undefined;
   #listening: AbortController | undefined;
-  #listenAfterRequest = false;
   /** The configured header values: never shown in an error message (guarantee 6). */
   #secrets: string[];
   /** The legacy protocol version, sent as `MCP-Protocol-Version` once negotiated. */
@@ -80,25 +79,8 @@ export class HttpTransport {
    *   {@link JsonRpcError} when a non-2xx answer carries a JSON-RPC error
    */
   async send(message: JsonRpcMessage, context: SendContext): Promise<void> {
-    try {
-      const retried = await this.#post(message, context, false);
-      if (retried) await this.#post(message, context, true);
-    } finally {
-      if (this.#listenAfterRequest && context.id !== undefined && message.method !== "initialize") {
-        this.#listenAfterRequest = false;
-        this.listen();
-      }
-    }
-  }
-
-  /**
-   * Opens the standalone GET stream ({@link listen}) once the next request has its answer, not
-   * before: after `initialize`, the first `tools/list` goes out alone, so a legacy server is
-   * asked `server/discover` and `initialize` (and told `notifications/initialized`) before it,
-   * and nothing else (SPEC section 10).
-   */
-  listenAfterNextRequest(): void {
-    this.#listenAfterRequest = true;
+    const retried = await this.#post(message, context, false);
+    if (retried) await this.#post(message, context, true);
   }
 
   /** Aborts every request in flight and, for a legacy session, sends DELETE (not awaited). */
@@ -116,7 +98,6 @@ export class HttpTransport {
   /** Forgets the session (before a new `initialize`). */
   resetSession(): void {
     this.#listening?.abort();
-    this.#listenAfterRequest = false;
     this.#sessionId = undefined;
     this.legacyVersion = undefined;
   }
