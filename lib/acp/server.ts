@@ -8,6 +8,7 @@
  * @module
  */
 
+import { traceParentFromMeta } from "../util/trace.ts";
 import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import process from "node:process";
@@ -646,7 +647,9 @@ class AcpServer {
     let ended = () => {};
     session.running = new Promise<void>((resolve) => (ended = resolve));
     try {
-      const run = session.agent.prompt(text, { signal: controller.signal });
+      // The client's W3C trace context in the request's `_meta` is continued (SPEC 10).
+      const trace = traceParentFromMeta(p["_meta"]);
+      const run = session.agent.prompt(text, { signal: controller.signal, ...(trace === undefined ? {} : { trace }) });
       for await (const event of run) {
         this.#onEvent(session.id, event);
         if (event.type === "tool-start") {
