@@ -17,7 +17,7 @@ import { agentOptionsFromEnv, optionKeys } from "../agent/from-env.ts";
 import type { AgentOptions } from "../agent/options.ts";
 import { serverStderrShown } from "../config/config.ts";
 import { AgentError } from "../util/errors.ts";
-import type { AgentEvent } from "../conversation/events.ts";
+import type { AgentEvent, AgentObserver } from "../conversation/events.ts";
 import { readLines } from "./lines.ts";
 import { redirectConsole } from "../util/console.ts";
 import { FLUSH_TIMEOUT_MS, type TrackedOutput, trackedOutput } from "../util/output.ts";
@@ -107,6 +107,11 @@ export interface AcpOptions {
    * `SPROUT_AGENT_SESSION_DIR=off`) keeps none and advertises `loadSession: false`.
    */
   sessionStore?: SessionStore | false;
+  /**
+   * Sees every session's events with their spans (`createAgent`'s `observe`, SPEC section 11,
+   * tracing): how `cli.ts acp` exports traces. Default none.
+   */
+  observe?: AgentObserver;
 }
 
 /**
@@ -520,6 +525,7 @@ class AcpServer {
         requestPermission: (request, signal) => this.#askClient(sessionId, request, signal),
         onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
         onEvent: (event) => (replied ? this.#onEvent(sessionId, event) : early.push(event)),
+        ...(this.#options.observe === undefined ? {} : { observe: this.#options.observe }),
         ...(this.#showStderr
           ? { onServerStderr: (server, line) => this.#log(`[${sessionId}] [${server}] ${line}`) }
           : {}),

@@ -17,6 +17,7 @@ import { exit, isExiting, printed, stderr, stdinIsTerminal, stdout } from "./io.
 import { humanPrinter, serverStderrOption } from "./render.ts";
 import { loadServers } from "./servers.ts";
 import { cliSessionStore, latestSession } from "./sessions.ts";
+import { startTracing, traceFromEnv } from "./tracing.ts";
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -75,6 +76,10 @@ export async function run(args: string[]): Promise<number> {
     } else human!.event(event);
   };
 
+  // OTEL_* (SPEC 11, tracing): the OpenTelemetry code is loaded only when they ask for traces.
+  const tracing = await startTracing(process.env, warn);
+  const trace = traceFromEnv(process.env);
+
   // The permission policy (SPEC 7.8): the flags add to the environment's lists. Someone can
   // answer an ask only on a terminal, when stdin was not the prompt and --json is off.
   const policy = options.permissions!;
@@ -130,8 +135,11 @@ export async function run(args: string[]): Promise<number> {
       permissions,
       ...(requestPermission === undefined ? {} : { requestPermission }),
       ...(resume === undefined ? {} : { resume }),
+      ...(tracing === undefined ? {} : { observe: tracing.observe }),
+      ...(trace === undefined ? {} : { trace }),
     });
   } catch (error) {
+    await tracing?.shutdown();
     if (signalled !== undefined && isAbortError(error)) return signalled === "SIGINT" ? 130 : 143;
     throw error;
   }
@@ -175,5 +183,7 @@ export async function run(args: string[]): Promise<number> {
     return 0;
   } finally {
     await agent.close();
+    // The spans are exported before the process exits.
+    await tracing?.shutdown();
   }
 }

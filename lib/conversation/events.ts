@@ -159,7 +159,18 @@ export type TraceEvent =
    * One hook call on one server starts; its span is the one the call's `_meta.traceparent`
    * names, and its `hook` event comes with the same span.
    */
-  | { type: "hook-start"; hook: string; server: string; toolCallId?: string };
+  | {
+    type: "hook-start";
+    hook: string;
+    server: string;
+    /**
+     * What the point's output does (SPEC section 7): `objection` (`_Stop`), `deny`
+     * (`_PreToolUse`), `append` (`_PostToolUse`), `injection`, `guidance` (`_PreCompact`) or `log`
+     * (`_SessionEnd`).
+     */
+    effect: string;
+    toolCallId?: string;
+  };
 
 /**
  * Sees every event of a session as it happens, with the span it belongs to (SPEC section 11, tracing):

@@ -9,7 +9,7 @@
 import { numberedCallId, unusedId, usedCallIds } from "../conversation/call-ids.ts";
 import { hooksEnabledFor, type HookServers } from "../config/config.ts";
 import { AgentError } from "../util/errors.ts";
-import type { AgentEvent, AgentObserver, HookHalt, HookOutcome } from "../conversation/events.ts";
+import type { AgentEvent, AgentObserver, HookHalt, HookOutcome, TraceEvent } from "../conversation/events.ts";
 import { childSpan, currentSpan, inSpan, type SpanIds, spanIds } from "../util/trace.ts";
 import type { CallToolResult, ToolRegistry } from "../mcp/types.ts";
 import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
@@ -196,10 +196,11 @@ export class HookRunner {
     const results = await Promise.all(targets.map((server, i) => {
       const span = spans[i]!;
       if (this.#observe !== undefined) {
-        const start: { type: "hook-start"; hook: string; server: string; toolCallId?: string } = {
+        const start: Extract<TraceEvent, { type: "hook-start" }> = {
           type: "hook-start",
           hook,
           server,
+          effect: HOOK_POINTS[hook].effect,
         };
         if (meta.toolCall !== undefined) start.toolCallId = meta.toolCall.id;
         try {
