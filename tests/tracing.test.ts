@@ -36,6 +36,7 @@ import { tracesUrl } from "../telemetry/otel-env.ts";
 import { otelIdGenerator, otelObserver } from "../telemetry/otel.ts";
 import { tracingRequested } from "../lib/cli/tracing.ts";
 import { runCli } from "./helpers/cli.ts";
+import { spawnAgent } from "./helpers/acp.ts";
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/;
 
@@ -469,6 +470,50 @@ describe("cli.ts run with OTEL_* set", () => {
       assert.equal(attributes(chat.attributes)["gen_ai.usage.output_tokens"], 3);
     } finally {
       await receiver.close();
+    }
+  });
+});
+
+describe("cli.ts acp with OTEL_* set", () => {
+  test("a session/prompt's _meta.traceparent is continued; spans are exported; stdout stays JSON-RPC", async () => {
+    const receiver = await otlpReceiver();
+    const dir = mkdtempSync(join(tmpdir(), "sprout-tracing-acp-"));
+    const script = join(dir, "script.json");
+    writeFileSync(script, JSON.stringify([{ text: "Hello over ACP." }]));
+    // Every stdout line must parse as JSON (spawnAgent fails the test otherwise).
+    const agent = spawnAgent({
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: script,
+      SPROUT_AGENT_SESSION_DIR: "off",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`,
+    });
+    try {
+      await agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+      const created = await agent.request("session/new", { cwd: dir, mcpServers: [] });
+      const sessionId = created.result.sessionId as string;
+      const reply = await agent.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "hi" }],
+        _meta: {
+          traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+          tracestate: "congo=t61rcWkgMzE",
+        },
+      });
+      assert.equal(reply.result.stopReason, "end_turn");
+      assert.equal(await agent.close(), 0, agent.stderr());
+      const spans = receiver.spans();
+      const invoke = spans.find((s) => s.name === "invoke_agent sprout-agent");
+      assert.deepEqual([invoke?.traceId, invoke?.parentSpanId], [
+        "0af7651916cd43dd8448eb211c80319c",
+        "b7ad6b7169203331",
+      ]);
+      assert.equal(attributes(invoke!.attributes)["gen_ai.conversation.id"], sessionId);
+      assert.equal(spans.find((s) => s.name.startsWith("chat "))?.parentSpanId, invoke!.spanId);
+      assert.ok(agent.messages.every((m) => m["jsonrpc"] === "2.0"));
+    } finally {
+      if (agent.child.exitCode === null) agent.child.kill("SIGKILL");
+      await receiver.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
