@@ -475,7 +475,7 @@ describe("cli.ts run with OTEL_* set", () => {
 });
 
 describe("cli.ts acp with OTEL_* set", () => {
-  test("a session/prompt's _meta.traceparent is continued; spans are exported; stdout stays JSON-RPC", async () => {
+  test("a session/prompt's _meta.traceparent is continued, else session/new's; spans are exported; stdout stays JSON-RPC", async () => {
     const receiver = await otlpReceiver();
     const dir = mkdtempSync(join(tmpdir(), "sprout-tracing-acp-"));
     const script = join(dir, "script.json");
@@ -500,9 +500,30 @@ describe("cli.ts acp with OTEL_* set", () => {
         },
       });
       assert.equal(reply.result.stopReason, "end_turn");
+      // A session/new's _meta is the trace of the session's prompts that send none.
+      const second = await agent.request("session/new", {
+        cwd: dir,
+        mcpServers: [],
+        _meta: { traceparent: "00-11111111111111111111111111111111-2222222222222222-01" },
+      });
+      const secondId = second.result.sessionId as string;
+      const again = await agent.request("session/prompt", {
+        sessionId: secondId,
+        prompt: [{ type: "text", text: "hi" }],
+      });
+      assert.equal(again.result.stopReason, "end_turn");
       assert.equal(await agent.close(), 0, agent.stderr());
       const spans = receiver.spans();
-      const invoke = spans.find((s) => s.name === "invoke_agent sprout-agent");
+      const fromSession = spans.find((s) =>
+        s.name === "invoke_agent sprout-agent" && attributes(s.attributes)["gen_ai.conversation.id"] === secondId
+      );
+      assert.deepEqual([fromSession?.traceId, fromSession?.parentSpanId], [
+        "11111111111111111111111111111111",
+        "2222222222222222",
+      ]);
+      const invoke = spans.find((s) =>
+        s.name === "invoke_agent sprout-agent" && attributes(s.attributes)["gen_ai.conversation.id"] === sessionId
+      );
       assert.deepEqual([invoke?.traceId, invoke?.parentSpanId], [
         "0af7651916cd43dd8448eb211c80319c",
         "b7ad6b7169203331",

@@ -526,6 +526,9 @@ class AcpServer {
         onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
         onEvent: (event) => (replied ? this.#onEvent(sessionId, event) : early.push(event)),
         ...(this.#options.observe === undefined ? {} : { observe: this.#options.observe }),
+        // The trace context of session/new (or load, resume): its servers' start and, unless a
+        // session/prompt sends its own, every prompt continue it (SPEC 10).
+        ...(traceParentFromMeta(p["_meta"]) === undefined ? {} : { trace: traceParentFromMeta(p["_meta"])! }),
         ...(this.#showStderr
           ? { onServerStderr: (server, line) => this.#log(`[${sessionId}] [${server}] ${line}`) }
           : {}),
