@@ -196,10 +196,8 @@ export function otelObserver(options: OtelObserverOptions = {}): AgentObserver {
         const { provider, model } = splitModel(event.model);
         const entry = ids === undefined ? undefined : open.get(ids.spanId);
         entry?.span.updateName(`chat ${model}`);
-        const attributes: Attributes = {
-          "gen_ai.request.model": model,
-          "gen_ai.response.model": model,
-        };
+        const attributes: Attributes = { "gen_ai.request.model": model };
+        if (event.responseModel !== undefined) attributes["gen_ai.response.model"] = event.responseModel;
         if (provider !== undefined) attributes["gen_ai.provider.name"] = provider;
         if (event.usage !== undefined) {
           attributes["gen_ai.usage.input_tokens"] = event.usage.inputTokens;

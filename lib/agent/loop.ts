@@ -532,7 +532,7 @@ export class AgentSession {
     const model = this.#model.name;
     const started = this.#now();
     this.#emit({ type: "round-start", round }, ids);
-    const end = (fields: { stop?: ProviderStop; usage?: Usage; error?: string }) => {
+    const end = (fields: { stop?: ProviderStop; usage?: Usage; responseModel?: string; error?: string }) => {
       if (this.#observe !== undefined) {
         this.#observed({ type: "round-end", round, model, durationMs: this.#now() - started, ...fields }, ids);
       }
@@ -549,6 +549,7 @@ export class AgentSession {
       end({
         stop: called.response.stop,
         ...(called.response.usage === undefined ? {} : { usage: called.response.usage }),
+        ...(called.response.model === undefined ? {} : { responseModel: called.response.model }),
       });
     }
     return called;

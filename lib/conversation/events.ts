@@ -153,6 +153,8 @@ export type TraceEvent =
     durationMs: number;
     stop?: ProviderStop;
     usage?: Usage;
+    /** The model that answered, as the provider named it (`LlmResponse.model`), when it did. */
+    responseModel?: string;
     error?: string;
   }
   /**
