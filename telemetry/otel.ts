@@ -71,9 +71,17 @@ export const otelIdGenerator: { generateTraceId(): string; generateSpanId(): str
 /** What a hook call's output did, by its outcome, typed answer and point (SPEC sections 4.3, 7). */
 function hookResult(effect: string, event: Extract<AgentEvent, { type: "hook" }>): string {
   if (event.outcome !== "objection") return event.outcome;
-  const decision = event.decision?.decision;
-  if (decision === "deny" || effect === "deny") return "denied";
-  if (decision === "block" || effect === "objection") return "objected";
+  // A typed answer says what it does (SPEC 7.7); plain text does what the point does with it.
+  if (event.decision !== undefined) {
+    const decision = event.decision.decision;
+    if (decision === "deny") return "denied";
+    if (decision === "block") return "objected";
+    if (decision === "allow") return "allowed";
+    if (decision === "ask") return "asked";
+    return "injected";
+  }
+  if (effect === "deny") return "denied";
+  if (effect === "objection") return "objected";
   if (effect === "log") return "logged";
   return "injected";
 }
@@ -98,8 +106,8 @@ interface Open {
  * `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.response.finish_reasons`),
  * per tool call `execute_tool {tool}` (INTERNAL; `gen_ai.tool.name`, `gen_ai.tool.call.id`,
  * `gen_ai.tool.type` `function`), per hook call `sprout-agent.hook {point}` (INTERNAL;
- * `sprout_agent.hook.point`, `.server`, `.outcome`: `objected` | `denied` | `injected` |
- * `logged` | `none` | `timeout` | `error`, `.tool_call.id`, `.halted`). Every span has
+ * `sprout_agent.hook.point`, `.server`, `.outcome`: `objected` | `denied` | `allowed` |
+ * `asked` | `injected` | `logged` | `none` | `timeout` | `error`, `.tool_call.id`, `.halted`). Every span has
  * `gen_ai.conversation.id` = the session id; a failure sets status ERROR and `error.type`.
  * Warnings and compactions are span events. Spans nest as the agent's do and, with
  * {@link otelIdGenerator}, carry the very ids of the `_meta.traceparent` the agent sent, so a

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { McpServer } from "@modelcontextprotocol/server";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import * as z from "zod";
-import { BasicTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { createAgent } from "../lib/agent/agent.ts";
@@ -433,6 +433,95 @@ describe("OpenTelemetry export (sprout-agent/telemetry/otel) to a real OTLP/HTTP
   });
 });
 
+describe("otelObserver on its own", () => {
+  test("a hook span's outcome by point and answer; failures are ERROR with error.type; ids are the agent's", () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({
+      idGenerator: otelIdGenerator,
+      spanProcessors: [new SimpleSpanProcessor(exporter)],
+    });
+    const warnings: string[] = [];
+    const observe = otelObserver({ tracer: provider.getTracer("t"), onWarning: (m) => warnings.push(m) });
+    const traceId = newTraceId();
+    const prompt = { traceId, spanId: newSpanId() };
+    observe({ type: "prompt-start", sessionId: "ses_x", prompt: 1 }, prompt);
+    const hooks: Array<[string, string, Extract<AgentEvent, { type: "hook" }>["outcome"], object]> = [
+      ["_Stop", "objection", "objection", { text: "no" }],
+      ["_PreToolUse", "deny", "objection", { text: "not that" }],
+      ["_PreToolUse", "deny", "objection", { decision: { decision: "allow" }, text: "fine" }],
+      ["_Stop", "objection", "objection", { decision: { decision: "block", continue: false } }],
+      ["_PostCompact", "injection", "objection", { text: "context" }],
+      ["_SessionEnd", "log", "objection", { text: "bye" }],
+      ["_Stop", "objection", "none", {}],
+      ["_Stop", "objection", "timeout", { message: "timed out" }],
+      ["_Stop", "objection", "error", { message: "boom" }],
+    ];
+    for (const [hook, effect, outcome, extra] of hooks) {
+      const span = { traceId, spanId: newSpanId(), parentSpanId: prompt.spanId };
+      observe({ type: "hook-start", hook, server: "s", effect }, span);
+      observe({ type: "hook", hook, server: "s", outcome, durationMs: 1, ...extra }, span);
+    }
+    const tool = { traceId, spanId: newSpanId(), parentSpanId: prompt.spanId };
+    observe({ type: "tool-start", id: "c1", name: "fs__rm", arguments: {} }, tool);
+    observe({ type: "tool-end", id: "c1", name: "fs__rm", ok: false, durationMs: 1, output: "denied" }, tool);
+    const chat = { traceId, spanId: newSpanId(), parentSpanId: prompt.spanId };
+    observe({ type: "round-start", round: 1 }, chat);
+    observe({ type: "round-end", round: 1, model: "openai:gpt-x", durationMs: 1, error: "HTTP 500" }, chat);
+    observe({ type: "prompt-end", sessionId: "ses_x", prompt: 1, durationMs: 3, error: "HTTP 500" }, prompt);
+    const spans = exporter.getFinishedSpans();
+    const hookSpans = spans.filter((s) => s.name.startsWith("sprout-agent.hook"));
+    assert.deepEqual(hookSpans.map((s) => s.attributes["sprout_agent.hook.outcome"]), [
+      "objected",
+      "denied",
+      "allowed",
+      "objected",
+      "injected",
+      "logged",
+      "none",
+      "timeout",
+      "error",
+    ]);
+    assert.equal(hookSpans[3]!.attributes["sprout_agent.hook.halted"], true);
+    assert.deepEqual(hookSpans.slice(7).map((s) => [s.status.code, s.attributes["error.type"]]), [
+      [2, "timeout"],
+      [2, "error"],
+    ]);
+    const failedTool = spans.find((s) => s.name === "execute_tool fs__rm")!;
+    assert.deepEqual([failedTool.status.code, failedTool.attributes["error.type"]], [2, "tool_error"]);
+    const failedChat = spans.find((s) => s.name === "chat gpt-x")!;
+    assert.deepEqual(
+      [failedChat.status.code, failedChat.attributes["error.type"], failedChat.attributes["gen_ai.provider.name"]],
+      [2, "llm_error", "openai"],
+    );
+    const agent = spans.find((s) => s.name === "invoke_agent sprout-agent")!;
+    assert.deepEqual([agent.spanContext().spanId, agent.spanContext().traceId, agent.status.code], [
+      prompt.spanId,
+      traceId,
+      2,
+    ]);
+    for (const span of spans) assert.equal(span.spanContext().traceId, traceId);
+    assert.equal(failedTool.parentSpanContext?.spanId, prompt.spanId);
+    assert.deepEqual(warnings, []);
+  });
+
+  test("a provider without otelIdGenerator still nests the spans, and the observer warns once", () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const warnings: string[] = [];
+    const observe = otelObserver({ tracer: provider.getTracer("t"), onWarning: (m) => warnings.push(m) });
+    const prompt = { traceId: newTraceId(), spanId: newSpanId() };
+    const tool = { ...prompt, spanId: newSpanId(), parentSpanId: prompt.spanId };
+    observe({ type: "prompt-start", sessionId: "s", prompt: 1 }, prompt);
+    observe({ type: "tool-start", id: "c", name: "x", arguments: {} }, tool);
+    observe({ type: "tool-end", id: "c", name: "x", ok: true, durationMs: 1, output: "" }, tool);
+    observe({ type: "prompt-end", sessionId: "s", prompt: 1, durationMs: 1 }, prompt);
+    const [toolSpan, agentSpan] = exporter.getFinishedSpans();
+    assert.equal(toolSpan!.parentSpanContext?.spanId, agentSpan!.spanContext().spanId);
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /idGenerator: otelIdGenerator/);
+  });
+});
+
 describe("cli.ts run with OTEL_* set", () => {
   let dir: string;
   before(() => {
@@ -471,6 +560,21 @@ describe("cli.ts run with OTEL_* set", () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  test("OTEL_TRACES_EXPORTER=console writes the spans to stderr as JSON lines; stdout is the answer alone", async () => {
+    const script = join(dir, "console.json");
+    writeFileSync(script, JSON.stringify([{ text: "Hello." }]));
+    const run = await runCli(["run", "hi"], {
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: script,
+      SPROUT_AGENT_SESSION_DIR: "off",
+      OTEL_TRACES_EXPORTER: "console",
+    }, { cwd: dir });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, "Hello.\n");
+    const spans = run.stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+    assert.deepEqual(spans.map((s) => s.name).sort(), [`chat ${script}`, "invoke_agent sprout-agent"]);
   });
 });
 
