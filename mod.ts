@@ -30,13 +30,17 @@ export type { AgentLimits, AgentOptions, ModelOptions } from "./lib/agent/option
 export { agentOptionsFromEnv } from "./lib/agent/from-env.ts";
 export type {
   AgentEvent,
+  AgentObserver,
   HookDecision,
   HookHalt,
   HookOutcome,
   PromptLimit,
   PromptResult,
+  SpanIds,
+  TraceEvent,
 } from "./lib/conversation/events.ts";
-export type { PromptRun } from "./lib/agent/loop.ts";
+export type { PromptOptions, PromptRun } from "./lib/agent/loop.ts";
+export type { TraceParent } from "./lib/util/trace.ts";
 export type { EventStream } from "./lib/util/stream.ts";
 export type { RegistryFailure } from "./lib/mcp/registry.ts";
 export type { HttpServerConfig, McpEra, McpServerConfig, StdioServerConfig } from "./lib/mcp/types.ts";

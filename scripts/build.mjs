@@ -1,5 +1,5 @@
 // Builds the npm package's JavaScript (`npm run build`, run by `prepack`): tsc emits dist/
-// from mod.ts, testing.ts, cli.ts, lib/ and stores/redis.ts (tsconfig.build.json, relative `.ts` imports
+// from mod.ts, testing.ts, cli.ts, lib/, telemetry/ and stores/redis.ts (tsconfig.build.json, relative `.ts` imports
 // rewritten to `.js`), and this script rewrites the relative `.ts` specifiers tsc leaves in
 // the `.d.ts` files, so plain Node ≥ 20 and tsc consumers need neither tsx nor
 // `allowImportingTsExtensions`. Then esbuild replaces tsc's dist/cli.js with the CLI as one
@@ -81,10 +81,25 @@ async function buildCli() {
       );
     },
   };
+  // The tracing setup (lib/cli/tracing.ts imports it when OTEL_* ask for traces): left to
+  // tsc's dist/telemetry/otel-env.js, so the bundle never holds the OpenTelemetry imports.
+  const TELEMETRY = "telemetry/otel-env.ts";
+  const telemetryExternal = {
+    name: "telemetry-external",
+    setup(build) {
+      build.onResolve(
+        { filter: /\/telemetry\/otel-env\.ts$/ },
+        (args) =>
+          relative(root, resolve(args.resolveDir, args.path)) === TELEMETRY
+            ? { path: "./telemetry/otel-env.js", external: true }
+            : undefined,
+      );
+    },
+  };
   const main = (contents) => ({
     ...common,
     stdin: { contents, resolveDir: root, sourcefile: "dist-cli-entry.js", loader: "js" },
-    plugins: [acpExternal],
+    plugins: [acpExternal, telemetryExternal],
   });
   // 1. The main bundle's modules (without the table yet).
   const first = await esbuild.build({ ...main(`import "./cli.ts";`), write: false, outfile: join(dist, "cli.js") });
@@ -123,7 +138,7 @@ async function buildCli() {
     ...main(`import "./dist-cli-modules.js";\nimport "./cli.ts";`),
     outfile: join(dist, "cli.js"),
     banner: { js: "#!/usr/bin/env node" },
-    plugins: [acpExternal, {
+    plugins: [acpExternal, telemetryExternal, {
       name: "cli-modules-table",
       setup(build) {
         build.onResolve(

@@ -8,7 +8,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtinRecorder, readRecorded } from "./helpers/builtins.ts";
@@ -80,6 +80,11 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
         "dist/stores/redis.d.ts",
         "stores/redis.ts",
         "stores/README.md",
+        "dist/telemetry/otel.js",
+        "dist/telemetry/otel.d.ts",
+        "dist/telemetry/otel-env.js",
+        "telemetry/otel.ts",
+        "telemetry/otel-env.ts",
         "mod.ts",
         "testing.ts",
         "cli.ts",
@@ -91,7 +96,7 @@ describe("the npm package", { skip: !runsOnce && "runs once, under bun" }, () =>
       assert.ok(files.includes(f), `${f} is missing from the tarball`);
     }
     const stray = files.filter((f) =>
-      !/^(dist\/|lib\/|(mod|testing|cli)\.ts$|stores\/(redis\.ts|README\.md)$|README\.md$|LICENSE$|package\.json$)/
+      !/^(dist\/|lib\/|(mod|testing|cli)\.ts$|stores\/(redis\.ts|README\.md)$|telemetry\/otel(-env)?\.ts$|README\.md$|LICENSE$|package\.json$)/
         .test(f)
     );
     assert.deepEqual(stray, []);
@@ -203,6 +208,27 @@ console.log(JSON.stringify({ location: store.location, message, resolved: import
     assert.match(promptRun.stderr, /^■ end_turn/m);
   });
 
+  // Tracing (SPEC 11): @opentelemetry/* are not installed here, so OTEL_* set is one warning
+  // naming what to install, and the run goes on; a run without OTEL_* never loads the setup.
+  test("the built CLI with OTEL_EXPORTER_OTLP_ENDPOINT set and no OpenTelemetry packages warns naming them and runs", async () => {
+    const env = offlineEnv({
+      SPROUT_AGENT_PROVIDER: "scripted",
+      SPROUT_AGENT_SCRIPT: "script.json",
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1",
+    });
+    const ran = await run(
+      "node",
+      [join(project, "node_modules/sprout-agent/dist/cli.js"), "run", "say hello"],
+      project,
+      env,
+    );
+    assert.equal(ok(ran, "node dist/cli.js run with OTEL_EXPORTER_OTLP_ENDPOINT"), "hello from the package\n");
+    assert.match(
+      ran.stderr,
+      /warning: Tracing is off: .*npm install @opentelemetry\/api @opentelemetry\/sdk-trace-base @opentelemetry\/exporter-trace-otlp-http @opentelemetry\/resources/,
+    );
+  });
+
   // Issue 21: the CLI is one esbuild bundle plus the part only `acp` loads (scripts/build.mjs).
   test("the built CLI is dist/cli.js and dist/cli-acp.js: a run loads the first alone, without child_process, crypto or util; acp loads both", async () => {
     assert.deepEqual(files.filter((f) => /^dist\/[^/]*\.js$/.test(f)).sort(), [
@@ -241,5 +267,25 @@ console.log(JSON.stringify({ location: store.location, message, resolved: import
     assert.deepEqual(loaded.filter((u) => ["node:child_process", "node:crypto", "node:util"].includes(u)), []);
     assert.equal(JSON.parse(ok(acpRun, "node dist/cli.js acp")).result.agentInfo.name, "sprout-agent");
     assert.deepEqual(ours(readRecorded(join(dir, "acp.log"))), ["cli.js", "cli-acp.js"]);
+  });
+
+  // Last: it adds @opentelemetry/api to the project (a copy of the repository's: no registry here).
+  test("sprout-agent/telemetry/otel imports under Node and Bun once @opentelemetry/api is installed", async () => {
+    cpSync(join(repoRoot, "node_modules/@opentelemetry/api"), join(project, "node_modules/@opentelemetry/api"), {
+      recursive: true,
+    });
+    writeFileSync(
+      join(project, "otel.mjs"),
+      `import { otelIdGenerator, otelObserver } from "sprout-agent/telemetry/otel";
+const observe = otelObserver();
+observe({ type: "prompt-start", sessionId: "s", prompt: 1 }, { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" });
+console.log(JSON.stringify({ observer: typeof observe, id: otelIdGenerator.generateSpanId().length, resolved: import.meta.resolve("sprout-agent/telemetry/otel") }));
+`,
+    );
+    const node = JSON.parse(ok(await run("node", ["otel.mjs"], project), "node otel.mjs"));
+    assert.deepEqual([node.observer, node.id], ["function", 16]);
+    assert.match(node.resolved, /\/node_modules\/sprout-agent\/dist\/telemetry\/otel\.js$/);
+    const bun = JSON.parse(ok(await run(bin("bun"), ["otel.mjs"], project), "bun otel.mjs"));
+    assert.match(bun.resolved, /\/node_modules\/sprout-agent\/telemetry\/otel\.ts$/);
   });
 });

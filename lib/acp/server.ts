@@ -8,6 +8,7 @@
  * @module
  */
 
+import { traceParentFromMeta } from "../util/trace.ts";
 import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import process from "node:process";
@@ -18,7 +19,7 @@ import { agentOptionsFromEnv, optionKeys } from "../agent/from-env.ts";
 import type { AgentOptions } from "../agent/options.ts";
 import { serverStderrShown } from "../config/config.ts";
 import { AgentError } from "../util/errors.ts";
-import type { AgentEvent } from "../conversation/events.ts";
+import type { AgentEvent, AgentObserver } from "../conversation/events.ts";
 import { readLines } from "./lines.ts";
 import { redirectConsole } from "../util/console.ts";
 import { FLUSH_TIMEOUT_MS, type TrackedOutput, trackedOutput } from "../util/output.ts";
@@ -116,6 +117,11 @@ export interface AcpOptions {
    * reads; a definition given here wins over a file of the same name. Default none.
    */
   subagents?: readonly SubagentDefinition[];
+  /**
+   * Sees every session's events with their spans (`createAgent`'s `observe`, SPEC section 11,
+   * tracing): how `cli.ts acp` exports traces. Default none.
+   */
+  observe?: AgentObserver;
 }
 
 /**
@@ -545,6 +551,10 @@ class AcpServer {
         }),
         onWarning: (message) => this.#log(`[${sessionId}] warning: ${message}`),
         onEvent: (event) => (replied ? this.#onEvent(sessionId, event) : early.push(event)),
+        ...(this.#options.observe === undefined ? {} : { observe: this.#options.observe }),
+        // The trace context of session/new (or load, resume): its servers' start and, unless a
+        // session/prompt sends its own, every prompt continue it (SPEC 10).
+        ...(traceParentFromMeta(p["_meta"]) === undefined ? {} : { trace: traceParentFromMeta(p["_meta"])! }),
         ...(this.#showStderr
           ? { onServerStderr: (server, line) => this.#log(`[${sessionId}] [${server}] ${line}`) }
           : {}),
@@ -672,7 +682,9 @@ class AcpServer {
     let ended = () => {};
     session.running = new Promise<void>((resolve) => (ended = resolve));
     try {
-      const run = session.agent.prompt(text, { signal: controller.signal });
+      // The client's W3C trace context in the request's `_meta` is continued (SPEC 10).
+      const trace = traceParentFromMeta(p["_meta"]);
+      const run = session.agent.prompt(text, { signal: controller.signal, ...(trace === undefined ? {} : { trace }) });
       for await (const event of run) {
         this.#onEvent(session.id, event);
         if (event.type === "tool-start") {

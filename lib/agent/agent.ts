@@ -11,7 +11,8 @@ import { abortError, AgentError } from "../util/errors.ts";
 import { agentConfig, type AgentOptions, inProcessHooks, isModel, modelFrom, serverList } from "./options.ts";
 import type { AgentEvent } from "../conversation/events.ts";
 import { hookSetupWarnings } from "../hooks/check.ts";
-import { AgentSession, type PromptRun } from "./loop.ts";
+import { AgentSession, type PromptOptions, type PromptRun } from "./loop.ts";
+import { continueTrace, inSpan } from "../util/trace.ts";
 import { createRegistry, type RegistryFailure } from "../mcp/registry.ts";
 import type { ToolRegistry } from "../mcp/types.ts";
 import type { HistoryItem } from "../conversation/types.ts";
@@ -52,10 +53,12 @@ export interface Agent {
   readonly busy: boolean;
   /**
    * Runs one prompt: iterate the returned run for its events, await `run.result` for the stop
-   * reason and counts. `signal` cancels it (stop reason `cancelled`).
+   * reason and counts. `signal` cancels it (stop reason `cancelled`); `trace`
+   * (`{traceparent, tracestate?}`) is the W3C trace context the prompt continues, else the
+   * agent's `trace` option, else a new trace (SPEC section 10).
    * @throws (through `result`) {AgentError} `llm` when the LLM fails after its retries
    */
-  prompt(text: string, options?: { signal?: AbortSignal }): PromptRun;
+  prompt(text: string, options?: PromptOptions): PromptRun;
   /**
    * Ends the session: fires `_SessionEnd` (each call bounded by the hook timeout; its events go
    * to `onEvent`), then closes every MCP server (stdio children end, HTTP sessions are
@@ -91,6 +94,12 @@ export interface Agent {
  * ```
  */
 export async function createAgent(options: AgentOptions): Promise<Agent> {
+  // Requests sent while the servers start carry the caller's trace, when given (SPEC 10).
+  const parent = continueTrace(options.trace);
+  return parent === undefined ? await startAgent(options) : await inSpan(parent, () => startAgent(options));
+}
+
+async function startAgent(options: AgentOptions): Promise<Agent> {
   const config = agentConfig(options);
   const model = isModel(options.model) ? options.model : await modelFrom(options.model, config, options.fetch);
   // Loaded only for in-process servers: it brings the MCP client, which an agent without
@@ -201,6 +210,8 @@ export async function createAgent(options: AgentOptions): Promise<Agent> {
     ...(options.now === undefined ? {} : { now: options.now }),
     ...(kept === undefined ? {} : { transcript: kept.transcript }),
     ...(kept?.restored === undefined ? {} : { restored: kept.restored }),
+    ...(options.observe === undefined ? {} : { observe: options.observe }),
+    ...(options.trace === undefined ? {} : { trace: options.trace }),
   });
   const onEvent = options.onEvent ?? (() => {});
   // The _SessionStart hook point (SPEC 7.5): servers connected, no prompt yet. A resumed
@@ -319,7 +330,7 @@ class ReadyAgent implements Agent {
     return this.#session.busy;
   }
 
-  prompt(text: string, options: { signal?: AbortSignal } = {}): PromptRun {
+  prompt(text: string, options: PromptOptions = {}): PromptRun {
     if (this.#closing !== undefined) throw new AgentError("usage", "Cannot start a prompt: the agent is closed");
     return this.#session.prompt(text, options);
   }

@@ -11,10 +11,12 @@ import { AgentError, isAbortError } from "../util/errors.ts";
 import {
   addUsage,
   type AgentEvent,
+  type AgentObserver,
   type HookHalt,
   NO_REFUSAL_EXPLANATION,
   type PromptLimit,
   type PromptResult,
+  type TraceEvent,
 } from "../conversation/events.ts";
 import {
   type HookAgent,
@@ -36,6 +38,7 @@ import type {
   HistoryItem,
   LlmResponse,
   Model,
+  ProviderStop,
   ResultBlock,
   StopReason,
   ToolCall,
@@ -46,6 +49,15 @@ import { Compactor } from "../context/compactor.ts";
 import type { SessionCounters } from "../sessions/records.ts";
 import type { Transcript } from "../sessions/transcript.ts";
 import { RepeatedCalls } from "./repeated-calls.ts";
+import {
+  childSpan,
+  continueTrace,
+  currentSpan,
+  inSpan,
+  type SpanIds,
+  spanIds,
+  type TraceParent,
+} from "../util/trace.ts";
 
 /** At most this many tool calls of one response are kept (SPEC section 6.6). */
 export const MAX_TOOL_CALLS_PER_RESPONSE = 64;
@@ -104,6 +116,30 @@ export interface SessionOptions {
   localTools?: LocalTools;
   /** The "always" answers of the person, shared with a parent session (SPEC 7.8); default the session's own. */
   remembered?: Map<string, "allow" | "deny">;
+  /**
+   * Sees every event of the session as it happens, the tracing ones included (`prompt-start`,
+   * `round-end`, `hook-start`, `prompt-end`: SPEC section 11, tracing), in prompts and outside them;
+   * called synchronously, before the prompt's stream gets the event. A throw is ignored.
+   * Default none.
+   */
+  observe?: AgentObserver;
+  /**
+   * The trace every prompt continues when its own `trace` option is absent (W3C
+   * `traceparent`/`tracestate`); default none: each prompt starts a new trace.
+   */
+  trace?: TraceParent;
+}
+
+/** Options of one prompt ({@link AgentSession.prompt}). */
+export interface PromptOptions {
+  /** Cancels the prompt: stop reason `cancelled`, history kept valid. */
+  signal?: AbortSignal;
+  /**
+   * The W3C trace context the prompt continues (an ACP `session/prompt`'s `_meta`, a caller's
+   * span): its span is a child of `traceparent`. Invalid or absent: the session's `trace`, else
+   * a new trace (SPEC section 10).
+   */
+  trace?: TraceParent;
 }
 
 /**
@@ -174,7 +210,7 @@ export class AgentSession {
   #starting: Promise<void> | undefined;
   /** `_SessionStart` items waiting for the first prompt (SPEC section 7.5). */
   #pending: HistoryItem[] = [];
-  #emit: (event: AgentEvent) => void = () => {};
+  #emit: (event: AgentEvent, span?: SpanIds) => void = () => {};
   /** The prompt running now, for the halts its hooks announce. */
   #current: PromptState | undefined;
   /** A `_SessionStart` halt, waiting for the first prompt (which then ends at once). */
@@ -190,6 +226,8 @@ export class AgentSession {
   #idCounter = 0;
   readonly #transcript: Transcript | undefined;
   readonly #resumed: boolean;
+  readonly #observe: AgentObserver | undefined;
+  readonly #trace: TraceParent | undefined;
 
   /**
    * Creates a session with an empty history and an unused `_Stop` budget. Connects nothing
@@ -208,11 +246,14 @@ export class AgentSession {
     this.#remembered = options.remembered ?? new Map();
     this.#child = options.child;
     this.#localTools = options.localTools;
+    this.#observe = options.observe;
+    this.#trace = options.trace;
     this.#hooks = new HookRunner({
       registry: options.registry,
       allow: options.config.hookServers,
       timeoutMs: options.config.hookTimeoutMs,
-      onEvent: (event) => this.#emit(event),
+      onEvent: (event, span) => this.#emit(event, span),
+      ...(options.observe === undefined ? {} : { observe: (event, span) => this.#observed(event, span) }),
       // A halt outside a prompt is _SessionStart's (kept for the first prompt, see start()) or
       // _SessionEnd's (nothing is left to halt).
       onHalt: (halt) => {
@@ -267,6 +308,24 @@ export class AgentSession {
     return this.#busy;
   }
 
+  /** Shows `event` to the observer with its span (default: the current one); a throw is ignored. */
+  #observed(event: AgentEvent | TraceEvent, span: SpanIds | undefined = spanIds(currentSpan())): void {
+    try {
+      this.#observe?.(event, span);
+    } catch {
+      // an observer never breaks a run
+    }
+  }
+
+  /** `emit` with the observer in front (once: the prompt's own `#emit` is observed already). */
+  #withObserver(emit: (event: AgentEvent) => void): (event: AgentEvent, span?: SpanIds) => void {
+    if (this.#observe === undefined || emit === this.#emit) return emit;
+    return (event, span) => {
+      this.#observed(event, span ?? spanIds(currentSpan()));
+      emit(event);
+    };
+  }
+
   /**
    * The `_SessionStart` hook point (SPEC section 7.5): fires once, before the first prompt;
    * its non-blank outputs are kept and injected right after the first prompt's user item. A
@@ -280,7 +339,7 @@ export class AgentSession {
       this.#collectHalts = true;
       // Claude Code's SessionStart `source`: a session brought back from its transcript says so.
       const source = this.#resumed ? "resume" : "startup";
-      this.#starting = this.#sessionHook("_SessionStart", onEvent, { source }).then((items) => {
+      this.#starting = this.#sessionHook("_SessionStart", this.#withObserver(onEvent), { source }).then((items) => {
         this.#pending = items;
       }).finally(() => (this.#collectHalts = false));
     }
@@ -295,7 +354,7 @@ export class AgentSession {
    */
   async end(onEvent: (event: AgentEvent) => void = () => {}): Promise<void> {
     if (this.#child !== undefined) return;
-    await this.#sessionHook("_SessionEnd", onEvent);
+    await this.#sessionHook("_SessionEnd", this.#withObserver(onEvent));
   }
 
   /** Fires a session hook point (round 0), its events to `onEvent`; resolves with its items. */
@@ -337,25 +396,51 @@ export class AgentSession {
    * stop reason and counts.
    * @param text the user's prompt (non-empty)
    * @param options.signal cancels the prompt: stop reason `cancelled`, history kept valid
+   * @param options.trace the W3C trace context to continue (SPEC section 10)
    * @throws (through `result`) {AgentError} `llm` when the LLM fails after its retries; the
    *   history stays valid for the next prompt. Calling `prompt` while one runs throws at once.
    */
-  prompt(text: string, options: { signal?: AbortSignal } = {}): PromptRun {
+  prompt(text: string, options: PromptOptions = {}): PromptRun {
     if (this.#busy) throw new AgentError("usage", "Cannot start a prompt: prompt already in flight");
     if (text.trim() === "") throw new AgentError("usage", "Cannot start a prompt: the prompt is empty");
     this.#busy = true;
     const { stream, push, close } = eventStream<AgentEvent, PromptResult>();
-    this.#emit = push;
+    const observe = this.#observe;
+    this.#emit = observe === undefined ? push : (event, span) => {
+      this.#observed(event, span ?? spanIds(currentSpan()));
+      push(event);
+    };
     const signal = options.signal ?? new AbortController().signal;
-    this.#run(text, signal).then(
+    // The prompt's span (SPEC 10): a child of the trace it continues, or a new trace's root.
+    const parent = continueTrace(options.trace) ?? continueTrace(this.#trace);
+    const span = childSpan(parent);
+    const ids = spanIds(span);
+    const started = this.#now();
+    const number = this.prompts + 1;
+    const ended = (fields: { stopReason: StopReason; usage: Usage } | { error: string }) => {
+      if (observe === undefined) return;
+      this.#observed({
+        type: "prompt-end",
+        sessionId: this.id,
+        prompt: number,
+        durationMs: this.#now() - started,
+        ...fields,
+      }, ids);
+    };
+    inSpan(span, () => {
+      if (observe !== undefined) this.#observed({ type: "prompt-start", sessionId: this.id, prompt: number }, ids);
+      return this.#run(text, signal);
+    }).then(
       async (result) => {
         // The prompt's last items and its end are written before the caller learns the result.
         await this.#checkpoint();
         await this.#transcript?.end(this.prompts, result);
+        ended({ stopReason: result.stopReason, usage: result.usage });
         close({ result });
       },
       async (error: unknown) => {
         await this.#checkpoint();
+        ended({ error: error instanceof Error ? error.message : String(error) });
         close({ error });
       },
     ).finally(() => {
@@ -431,8 +516,7 @@ export class AgentSession {
     if (tools === "cancelled") return this.#finish(prompt, "cancelled");
     if (prompt.halt !== undefined) return this.#finish(prompt, "end_turn");
     if (prompt.limit !== undefined) return this.#finish(prompt, "max_tokens");
-    this.#emit({ type: "round-start", round: prompt.rounds + 1 });
-    const called = await this.#callModel(prompt, tools);
+    const called = await this.#tracedModelCall(prompt, tools);
     if (called === "cancelled") return this.#finish(prompt, "cancelled");
     const { response, streamedText } = called;
     if (this.#continuesPause(prompt, response)) return undefined;
@@ -490,6 +574,43 @@ export class AgentSession {
     const limit = prompt.limit ?? this.#compactor.overWindow(this.history, sent);
     if (limit !== undefined) prompt.limit = limit;
     return sent;
+  }
+
+  /**
+   * {@link AgentSession.#callModel} as a span (SPEC 11, tracing): `round-start` with the request's ids,
+   * then `round-end` with its stop and usage, or its error.
+   */
+  async #tracedModelCall(
+    prompt: PromptState,
+    tools: ToolDef[],
+  ): Promise<{ response: LlmResponse; streamedText: boolean } | "cancelled"> {
+    const span = childSpan(currentSpan());
+    const ids = spanIds(span);
+    const round = prompt.rounds + 1;
+    const model = this.#model.name;
+    const started = this.#now();
+    this.#emit({ type: "round-start", round }, ids);
+    const end = (fields: { stop?: ProviderStop; usage?: Usage; responseModel?: string; error?: string }) => {
+      if (this.#observe !== undefined) {
+        this.#observed({ type: "round-end", round, model, durationMs: this.#now() - started, ...fields }, ids);
+      }
+    };
+    let called: { response: LlmResponse; streamedText: boolean } | "cancelled";
+    try {
+      called = await inSpan(span, () => this.#callModel(prompt, tools));
+    } catch (error) {
+      end({ error: error instanceof Error ? error.message : String(error) });
+      throw error;
+    }
+    if (called === "cancelled") end({ error: "cancelled" });
+    else {
+      end({
+        stop: called.response.stop,
+        ...(called.response.usage === undefined ? {} : { usage: called.response.usage }),
+        ...(called.response.model === undefined ? {} : { responseModel: called.response.model }),
+      });
+    }
+    return called;
   }
 
   /** Sends the round's request, streaming its text; counts the round and its usage. */

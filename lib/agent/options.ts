@@ -15,7 +15,8 @@ import {
   type PermissionDefault,
 } from "../config/config.ts";
 import { AgentError } from "../util/errors.ts";
-import type { AgentEvent } from "../conversation/events.ts";
+import type { AgentEvent, AgentObserver } from "../conversation/events.ts";
+import type { TraceParent } from "../util/trace.ts";
 import { HOOK_POINTS } from "../hooks/points.ts";
 import type { PermissionAsk } from "../hooks/permission.ts";
 import type { InProcessHooks } from "../hooks/runner.ts";
@@ -179,6 +180,20 @@ export interface AgentOptions extends AgentLimits {
    * `_SessionStart` (in `createAgent`) and `_SessionEnd` (in `close`). Default: dropped.
    */
   onEvent?: ((event: AgentEvent) => void) | undefined;
+  /**
+   * Sees every event of the session as it happens, with its span, and the tracing events no
+   * stream carries (`prompt-start`, `round-end`, `hook-start`, `prompt-end`): what a trace
+   * exporter needs (`otelObserver` of `sprout-agent/telemetry/otel`, SPEC section 11, tracing). Called
+   * synchronously; a throw is ignored. Default none.
+   */
+  observe?: AgentObserver | undefined;
+  /**
+   * The W3C trace context (`{traceparent, tracestate?}`) the session continues: every prompt
+   * without a `trace` of its own is a child span of `traceparent`, and the requests sent while
+   * the servers start carry it in `_meta` (SPEC section 10). Invalid values are ignored. Default
+   * none: each prompt starts a new trace.
+   */
+  trace?: TraceParent | undefined;
   /** The system prompt; default the built-in one. */
   systemPrompt?: string | undefined;
   /** The session id, sent to every server as `_meta["sprout-agent/session"]`; default a random UUID. */

@@ -13,6 +13,7 @@ import { historyIndex } from "../conversation/history-index.ts";
 import { contentText, formatToolContent } from "../conversation/results.ts";
 import type { HistoryItem, LlmResponse, ResultBlock, ToolCall } from "../conversation/types.ts";
 import type { BeforeTool, ToolCallHooks } from "../hooks/tool-hooks.ts";
+import { childSpan, currentSpan, inSpan } from "../util/trace.ts";
 
 /** The largest result of a tool the session runs itself (a subagent's report), in UTF-8 bytes: 1 MiB. */
 export const MAX_LOCAL_RESULT_BYTES = 1024 * 1024;
@@ -131,9 +132,16 @@ export async function runToolCalls(calls: readonly ToolCall[], options: RunToolC
   const results: ToolOutcome[] = new Array(calls.length);
   let next = 0;
   const cancelled = (): ToolOutcome => ({ content: [{ type: "text", text: "cancelled" }], isError: true });
+  // Each call is a span under the prompt's: its MCP request and its hooks carry it (SPEC 10).
+  const parent = currentSpan();
   const worker = async () => {
     while (next < calls.length) {
       const index = next++;
+      await inSpan(childSpan(parent), () => runOne(index));
+    }
+  };
+  const runOne = async (index: number) => {
+    {
       const call = calls[index]!;
       const started = options.now();
       options.emit({ type: "tool-start", id: call.id, name: call.name, arguments: call.arguments });

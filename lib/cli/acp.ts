@@ -6,6 +6,7 @@
  * @module
  */
 
+import { startTracing } from "./tracing.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import process from "node:process";
@@ -58,9 +59,11 @@ export async function acp(args: string[]): Promise<number> {
   const { servers, referenced } = loadServers(file);
   // The CLI's stdout writer watches the pipe: a client that closes it ends the process (141).
   stdout();
+  // OTEL_* (SPEC 11, tracing): loaded only when they ask for traces; warnings go to stderr.
+  const tracing = await startTracing(process.env, (message) => process.stderr.write(`warning: ${message}\n`));
   const { serveAcp } = await import("../acp/server.ts");
   // serveAcp writes process.stdout itself and resolves once what it wrote is flushed.
-  return await serveAcp({
+  const code = await serveAcp({
     env: process.env,
     stdin: process.stdin,
     stdout: process.stdout,
@@ -69,5 +72,8 @@ export async function acp(args: string[]): Promise<number> {
     ...(file === undefined ? {} : { mcpServersSource: resolve(file) }),
     permissions: parsed.permissions,
     secrets: referenced,
+    ...(tracing === undefined ? {} : { observe: tracing.observe }),
   });
+  await tracing?.shutdown();
+  return code;
 }

@@ -19,6 +19,7 @@ import { exit, isExiting, printed, stderr, stdinIsTerminal, stdout } from "./io.
 import { humanPrinter, innermost, serverStderrOption, visible } from "./render.ts";
 import { loadServers } from "./servers.ts";
 import { cliSessionStore, latestSession } from "./sessions.ts";
+import { startTracing, traceFromEnv } from "./tracing.ts";
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -81,6 +82,10 @@ export async function run(args: string[]): Promise<number> {
       if (innermost(event).type !== "thinking-delta") emitJson(event as unknown as Record<string, unknown>);
     } else human!.event(event);
   };
+
+  // OTEL_* (SPEC 11, tracing): the OpenTelemetry code is loaded only when they ask for traces.
+  const tracing = await startTracing(process.env, warn);
+  const trace = traceFromEnv(process.env);
 
   // The permission policy (SPEC 7.8): the flags add to the environment's lists. Someone can
   // answer an ask only on a terminal, when stdin was not the prompt and --json is off.
@@ -146,8 +151,11 @@ export async function run(args: string[]): Promise<number> {
       ...(requestPermission === undefined ? {} : { requestPermission }),
       ...(elicit === undefined ? {} : { input: { elicit } }),
       ...(resume === undefined ? {} : { resume }),
+      ...(tracing === undefined ? {} : { observe: tracing.observe }),
+      ...(trace === undefined ? {} : { trace }),
     });
   } catch (error) {
+    await tracing?.shutdown();
     if (signalled !== undefined && isAbortError(error)) return signalled === "SIGINT" ? 130 : 143;
     throw error;
   }
@@ -191,5 +199,7 @@ export async function run(args: string[]): Promise<number> {
     return 0;
   } finally {
     await agent.close();
+    // The spans are exported before the process exits.
+    await tracing?.shutdown();
   }
 }

@@ -5,7 +5,10 @@
  * @module
  */
 
-import type { StopReason, Usage } from "./types.ts";
+import type { ProviderStop, StopReason, Usage } from "./types.ts";
+import type { SpanIds } from "../util/trace.ts";
+
+export type { SpanIds } from "../util/trace.ts";
 
 /**
  * How one hook call ended (SPEC section 4.3).
@@ -127,6 +130,73 @@ export type AgentEvent =
    * grandchild's comes wrapped twice). The child's text never reaches the parent's answer.
    */
   | { type: "subagent"; toolCallId: string; agentId: string; name: string; event: AgentEvent };
+
+/**
+ * The events only an observer gets (the `observe` option of `createAgent`; SPEC section 11, tracing),
+ * beside every {@link AgentEvent}: where a prompt, a model request and a hook call start and
+ * end, for exporters of traces. A prompt's stream, `--json` and ACP never carry them.
+ * @example
+ * const observe = (event: AgentEvent | TraceEvent, span?: SpanIds) => {
+ *   if (event.type === "round-end") console.error(event.model, event.usage, span?.spanId);
+ * };
+ */
+export type TraceEvent =
+  /** A prompt starts: its span is the observer's `span` (a child of the trace it continues). */
+  | { type: "prompt-start"; sessionId: string; prompt: number }
+  /** A prompt ended, with its stop reason and usage, or the error it failed with. */
+  | {
+    type: "prompt-end";
+    sessionId: string;
+    prompt: number;
+    durationMs: number;
+    stopReason?: StopReason;
+    usage?: Usage;
+    error?: string;
+  }
+  /**
+   * A main model request ended (its `round-start` came with the same span): the provider's stop,
+   * the usage it reported, or the error (`"cancelled"` for a cancel). `model` is the display
+   * name, `provider:model`.
+   */
+  | {
+    type: "round-end";
+    round: number;
+    model: string;
+    durationMs: number;
+    stop?: ProviderStop;
+    usage?: Usage;
+    /** The model that answered, as the provider named it (`LlmResponse.model`), when it did. */
+    responseModel?: string;
+    error?: string;
+  }
+  /**
+   * One hook call on one server starts; its span is the one the call's `_meta.traceparent`
+   * names, and its `hook` event comes with the same span.
+   */
+  | {
+    type: "hook-start";
+    hook: string;
+    server: string;
+    /**
+     * What the point's output does (SPEC section 7): `objection` (`_Stop`), `deny`
+     * (`_PreToolUse`), `append` (`_PostToolUse`), `injection`, `guidance` (`_PreCompact`) or `log`
+     * (`_SessionEnd`).
+     */
+    effect: string;
+    toolCallId?: string;
+  };
+
+/**
+ * Sees every event of a session as it happens, with the span it belongs to (SPEC section 11, tracing):
+ * `prompt-start`/`prompt-end` the prompt's, `round-start`/`round-end` the model request's,
+ * `tool-start`/`tool-end` the tool call's, `hook-start`/`hook` the hook call's; other events the
+ * span they happen in. `span` is `undefined` only outside any span. Called synchronously; a
+ * throw is ignored.
+ * @example
+ * const seen: string[] = [];
+ * const observe: AgentObserver = (event, span) => seen.push(`${event.type} ${span?.spanId}`);
+ */
+export type AgentObserver = (event: AgentEvent | TraceEvent, span: SpanIds | undefined) => void;
 
 /**
  * What a prompt run resolves with.

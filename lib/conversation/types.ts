@@ -158,6 +158,11 @@ export interface LlmResponse {
   /** Absent when the provider reported none. */
   usage?: Usage;
   /**
+   * The model that answered, as the provider named it (Anthropic `message.model`, Chat
+   * Completions `model`; may be a dated version of the one asked for); absent when not sent.
+   */
+  model?: string;
+  /**
    * The assistant content in the provider's own shape, in order and unchanged (Anthropic:
    * every content block, `thinking` and unknown types included); see `HistoryItem.native`.
    */

@@ -9,7 +9,8 @@
 import { numberedCallId, unusedId, usedCallIds } from "../conversation/call-ids.ts";
 import { hooksEnabledFor, type HookServers } from "../config/config.ts";
 import { AgentError } from "../util/errors.ts";
-import type { AgentEvent, HookHalt, HookOutcome } from "../conversation/events.ts";
+import type { AgentEvent, AgentObserver, HookHalt, HookOutcome, TraceEvent } from "../conversation/events.ts";
+import { childSpan, currentSpan, inSpan, type SpanIds, spanIds } from "../util/trace.ts";
 import type { CallToolResult, ToolRegistry } from "../mcp/types.ts";
 import { TRUNCATED_MARKER } from "../mcp/registry-tools.ts";
 import { formatSeconds } from "../util/time.ts";
@@ -98,8 +99,16 @@ export interface HookRunnerOptions {
   allow: HookServers;
   /** Per hook call, in ms (`SPROUT_AGENT_HOOK_TIMEOUT_MS`, default 2500). */
   timeoutMs: number;
-  /** Receives a `hook` event per call and a `warning` per call that did not count. */
-  onEvent?: (event: AgentEvent) => void;
+  /**
+   * Receives a `hook` event per call (with the call's span: SPEC 11, tracing) and a `warning` per call
+   * that did not count.
+   */
+  onEvent?: (event: AgentEvent, span?: SpanIds) => void;
+  /**
+   * Receives a `hook-start` per call as it starts, with the span the call's `_meta.traceparent`
+   * names (SPEC sections 10 and 11, tracing); default none.
+   */
+  observe?: AgentObserver;
   /** Clock in ms for `durationMs`; default `performance.now`. */
   now?: () => number;
   /** Told of each answer that halts the prompt (`continue: false`, SPEC section 7.7), in result order. */
@@ -134,7 +143,8 @@ export class HookRunner {
   #registry: ToolRegistry;
   #allow: HookServers;
   #timeoutMs: number;
-  #onEvent: ((event: AgentEvent) => void) | undefined;
+  #onEvent: ((event: AgentEvent, span?: SpanIds) => void) | undefined;
+  #observe: AgentObserver | undefined;
   #now: () => number;
   #onHalt: ((halt: HookHalt) => void) | undefined;
   #timeouts = new Map<string, number>();
@@ -149,6 +159,7 @@ export class HookRunner {
     this.#allow = options.allow;
     this.#timeoutMs = options.timeoutMs;
     this.#onEvent = options.onEvent;
+    this.#observe = options.observe;
     this.#now = options.now ?? (() => performance.now());
     this.#onHalt = options.onHalt;
     this.#inProcess = options.inProcess ?? {};
@@ -192,13 +203,33 @@ export class HookRunner {
   async run(
     hook: HookName,
     meta: HookMeta,
-    options: { onEvent?: (event: AgentEvent) => void; toolName?: string } = {},
+    options: { onEvent?: (event: AgentEvent, span?: SpanIds) => void; toolName?: string } = {},
   ): Promise<HookResult[]> {
     const emit = options.onEvent ?? this.#onEvent;
     const hookMeta: { event: string } & HookMeta = { event: HOOK_POINTS[hook].event, ...meta };
     const targets = this.targets(hook, options.toolName);
-    const results = await Promise.all(targets.map((server) => this.#callOne(server, hook, hookMeta)));
-    for (const result of results) {
+    // Each call is a span of its own, under the current one; its `_meta` names it (SPEC 10).
+    const parent = currentSpan();
+    const spans = targets.map(() => childSpan(parent));
+    const results = await Promise.all(targets.map((server, i) => {
+      const span = spans[i]!;
+      if (this.#observe !== undefined) {
+        const start: Extract<TraceEvent, { type: "hook-start" }> = {
+          type: "hook-start",
+          hook,
+          server,
+          effect: HOOK_POINTS[hook].effect,
+        };
+        if (meta.toolCall !== undefined) start.toolCallId = meta.toolCall.id;
+        try {
+          this.#observe(start, spanIds(span));
+        } catch {
+          // an observer never breaks a run
+        }
+      }
+      return inSpan(span, () => this.#callOne(server, hook, hookMeta));
+    }));
+    for (const [i, result] of results.entries()) {
       const event: Extract<AgentEvent, { type: "hook" }> = {
         type: "hook",
         hook,
@@ -210,8 +241,8 @@ export class HookRunner {
       if (result.message !== undefined) event.message = result.message;
       if (meta.toolCall !== undefined) event.toolCallId = meta.toolCall.id;
       if (result.decision !== undefined) event.decision = result.decision;
-      emit?.(event);
-      if (result.message !== undefined) emit?.({ type: "warning", message: result.message });
+      emit?.(event, spanIds(spans[i]));
+      if (result.message !== undefined) emit?.({ type: "warning", message: result.message }, spanIds(spans[i]));
     }
     for (const result of results) {
       if (result.decision?.continue !== false) continue;
@@ -235,7 +266,7 @@ export class HookRunner {
     hook: HookName,
     meta: HookMeta,
     history: readonly HistoryItem[] = [],
-    options: { onEvent?: (event: AgentEvent) => void } = {},
+    options: { onEvent?: (event: AgentEvent, span?: SpanIds) => void } = {},
   ): Promise<{ results: HookResult[]; injected: HookResult[]; items: HistoryItem[] }> {
     const results = await this.run(hook, meta, options);
     const injected = results.filter((r) => r.outcome === "objection");

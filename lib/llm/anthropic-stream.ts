@@ -85,6 +85,7 @@ export async function readAnthropicStream(
   let stopReason: unknown;
   let stopDetails: unknown;
   let stopped = false;
+  let model: unknown;
   for await (const event of events) {
     if (event.event === "ping" || event.data === "") continue;
     let data: Record<string, unknown>;
@@ -98,8 +99,9 @@ export async function readAnthropicStream(
     const type = typeof data["type"] === "string" ? data["type"] : event.event;
     if (type === "error") throw streamError(data);
     if (type === "message_start") {
-      const message = data["message"] as { usage?: Record<string, unknown> } | undefined;
+      const message = data["message"] as { usage?: Record<string, unknown>; model?: unknown } | undefined;
       usage = readUsage(message?.usage, usage);
+      model = message?.model;
     } else if (type === "content_block_start") {
       const index = Number(data["index"]);
       const block = { ...(data["content_block"] as Block) };
@@ -146,7 +148,13 @@ export async function readAnthropicStream(
     }
   }
   if (!stopped) throw new AttemptError("stream ended before message_stop", { retryable: true });
-  return assemble([...blocks.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b), stopReason, usage, stopDetails);
+  return assemble(
+    [...blocks.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b),
+    stopReason,
+    usage,
+    stopDetails,
+    model,
+  );
 }
 
 function assemble(
@@ -154,6 +162,7 @@ function assemble(
   stopReason: unknown,
   usage: { input: number; output: number; seen: boolean },
   stopDetails: unknown,
+  model: unknown,
 ): LlmResponse {
   const stop = mapAnthropicStop(stopReason);
   const toolCalls: ToolCall[] = [];
@@ -186,6 +195,7 @@ function assemble(
   }
   const response: LlmResponse = { text, toolCalls, stop, native: { provider: "anthropic", content: native } };
   if (usage.seen) response.usage = { inputTokens: usage.input, outputTokens: usage.output };
+  if (typeof model === "string" && model !== "") response.model = model;
   if (Object.keys(argumentErrors).length > 0) response.argumentErrors = argumentErrors;
   if (stop === "refusal") {
     const refusal = refusalText(stopDetails);
@@ -242,6 +252,7 @@ export function fromAnthropicMessage(json: unknown): LlmResponse {
     stop_reason?: unknown;
     stop_details?: unknown;
     usage?: Record<string, unknown>;
+    model?: unknown;
   };
   if (!Array.isArray(message.content)) {
     throw new AttemptError(`unexpected response: ${clip(JSON.stringify(json), 200)}`, { retryable: false });
@@ -257,5 +268,6 @@ export function fromAnthropicMessage(json: unknown): LlmResponse {
     message.stop_reason,
     readUsage(message.usage, { input: 0, output: 0, seen: false }),
     message.stop_details,
+    message.model,
   );
 }

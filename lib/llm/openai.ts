@@ -226,6 +226,7 @@ export async function readOpenAiStream(
   let current: PartialCall | undefined;
   let finish: unknown;
   let usage: LlmResponse["usage"];
+  let model: unknown;
   for await (const event of events) {
     const data = event.data.trim();
     if (data === "[DONE]") break;
@@ -238,6 +239,7 @@ export async function readOpenAiStream(
     }
     if (chunk["error"] !== undefined && chunk["error"] !== null) throw chunkError(chunk);
     usage = readUsage(chunk["usage"]) ?? usage;
+    if (typeof chunk["model"] === "string" && chunk["model"] !== "") model ??= chunk["model"];
     const choices = Array.isArray(chunk["choices"]) ? chunk["choices"] as Record<string, unknown>[] : [];
     const choice = choices[0];
     if (choice === undefined) continue;
@@ -276,7 +278,7 @@ export async function readOpenAiStream(
     if (choice["finish_reason"] !== undefined && choice["finish_reason"] !== null) finish = choice["finish_reason"];
   }
   if (finish === undefined) throw new AttemptError("stream ended before a finish_reason", { retryable: true });
-  return assemble(text, refusal, calls, finish, usage);
+  return assemble(text, refusal, calls, finish, usage, model);
 }
 
 /**
@@ -295,6 +297,7 @@ function assemble(
   calls: PartialCall[],
   finish: unknown,
   usage: LlmResponse["usage"],
+  model: unknown,
 ): LlmResponse {
   const toolCalls: ToolCall[] = [];
   const argumentErrors: Record<string, string> = {};
@@ -316,6 +319,7 @@ function assemble(
   }
   const response: LlmResponse = { text, toolCalls, stop };
   if (usage !== undefined) response.usage = usage;
+  if (typeof model === "string" && model !== "") response.model = model;
   if (Object.keys(argumentErrors).length > 0) response.argumentErrors = argumentErrors;
   return response;
 }
@@ -341,7 +345,7 @@ function chunkError(chunk: Record<string, unknown>): AttemptError {
 
 /** Reads a non-streaming Chat Completions response (an endpoint that ignored `stream: true`). */
 export function fromChatCompletion(json: unknown): LlmResponse {
-  const body = json as { choices?: unknown; usage?: unknown; error?: unknown };
+  const body = json as { choices?: unknown; usage?: unknown; error?: unknown; model?: unknown };
   if (body.error !== undefined) throw chunkError(body as Record<string, unknown>);
   const choice = Array.isArray(body.choices) ? body.choices[0] as Record<string, unknown> | undefined : undefined;
   if (choice === undefined) {
@@ -360,5 +364,5 @@ export function fromChatCompletion(json: unknown): LlmResponse {
   });
   const text = typeof message["content"] === "string" ? message["content"] : "";
   const refusal = typeof message["refusal"] === "string" ? message["refusal"] : "";
-  return assemble(text, refusal, calls, choice["finish_reason"], readUsage(body.usage));
+  return assemble(text, refusal, calls, choice["finish_reason"], readUsage(body.usage), body.model);
 }

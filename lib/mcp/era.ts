@@ -9,6 +9,7 @@
  */
 
 import { AgentError } from "../util/errors.ts";
+import { traceMeta } from "../util/trace.ts";
 import { PROTOCOL_VERSION_META_KEY } from "./http.ts";
 import { HEADER_MISMATCH, JsonRpcError, UNSUPPORTED_PROTOCOL_VERSION } from "./jsonrpc.ts";
 import type { JsonRpcPeer } from "./jsonrpc.ts";
@@ -58,11 +59,13 @@ export interface RequestMetaOptions {
 }
 
 /**
- * The `_meta` of every request: the session id, per-request entries and, in the modern era,
+ * The `_meta` of every request: the session id, `traceparent`/`tracestate` of the current span
+ * (when there is one), per-request entries and, in the modern era,
  * the envelope (protocol version, client info, client capabilities). SPEC section 10.
  */
 export function requestMeta(options: RequestMetaOptions): Record<string, unknown> {
-  const meta: Record<string, unknown> = { [SESSION_META_KEY]: options.sessionId, ...options.extra };
+  // W3C trace context of the span the request is sent in (SEP-414, lib/util/trace.ts).
+  const meta: Record<string, unknown> = { [SESSION_META_KEY]: options.sessionId, ...traceMeta(), ...options.extra };
   if (options.version !== undefined) {
     meta[PROTOCOL_VERSION_META_KEY] = options.version;
     meta[CLIENT_INFO_META_KEY] = options.clientInfo ?? DEFAULT_CLIENT_INFO;
