@@ -141,7 +141,11 @@ export async function hookBridge(args: string[]): Promise<number> {
   }
   try {
     const input = await readStdin();
+    // Under Node, node:http instead of fetch: loading undici costs each event ~90 ms (docs/PERFORMANCE.md).
+    const node = !("Bun" in globalThis) && !("Deno" in globalThis);
+    const fetch = node ? (await import("../bridge/node-fetch.ts")).nodeHttpFetch as typeof globalThis.fetch : undefined;
     const result = await runBridge({
+      ...(fetch === undefined ? {} : { fetch }),
       ...(parsed.host === undefined ? {} : { host: parsed.host }),
       ...(parsed.event === undefined ? {} : { event: parsed.event }),
       input,
