@@ -103,7 +103,7 @@ describe("Claude Code end to end", { skip }, () => {
     api = undefined;
   });
 
-  test("the proxy: no _ tool for the model, the todo reaches the server, a _PreToolUse deny blocks Write, the objection continues the turn", async () => {
+  test("C45 the proxy: no _ tool for the model, the todo reaches the server, a _PreToolUse deny blocks Write, the objection continues the turn", async () => {
     const outside = join(dir, "outside");
     mkdirSync(outside);
     const target = join(outside, "notes.txt");
