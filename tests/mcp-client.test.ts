@@ -12,6 +12,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { AgentError, isAbortError } from "../lib/util/errors.ts";
 import { connectMcp } from "../lib/mcp/client.ts";
+import { NUDGE_REQUEST_ID } from "../lib/mcp/era.ts";
 import { childEnv, findCommand } from "../lib/mcp/stdio.ts";
 import type { McpConnection, McpConnectOptions, McpServerConfig } from "../lib/mcp/types.ts";
 import { alive, rawServer, textOf, tsServer, waitFor } from "./fixtures/mcp/helpers.ts";
@@ -35,8 +36,15 @@ async function withServer<T>(
   }
 }
 
+/**
+ * What the raw fixture received, without the era probe's nudges (sent when the probe is
+ * unanswered for a second, which a start slowed by a loaded machine can take).
+ */
 async function received(c: McpConnection): Promise<Array<{ id?: unknown; method?: string; params?: any }>> {
-  return JSON.parse(textOf(await c.callTool("received", {})));
+  const all: Array<{ id?: unknown; method?: string; params?: any }> = JSON.parse(
+    textOf(await c.callTool("received", {})),
+  );
+  return all.filter((m) => !(m.method === "notifications/cancelled" && m.params?.requestId === NUDGE_REQUEST_ID));
 }
 
 describe("stdio environment and command lookup", () => {

@@ -91,9 +91,30 @@ function pairs(method: string, at: string, raw: unknown): Record<string, string>
   return out;
 }
 
+/** The `_meta` key of an ACP `mcpServers` entry that pins the server's MCP era (SPEC section 10). */
+export const ACP_PROTOCOL_META_KEY = "sprout-agent/protocol";
+
+/**
+ * The era an entry pins through `_meta["sprout-agent/protocol"]` (`"modern"` or `"legacy"`),
+ * as `{protocol}` to spread into its configuration; `{}` when it pins none.
+ * @throws {RpcError} -32602 for a `_meta` that is not an object or another value
+ */
+function pinnedEra(method: string, at: string, meta: unknown): { protocol?: "modern" | "legacy" } {
+  if (meta === undefined || meta === null) return {};
+  if (typeof meta !== "object" || Array.isArray(meta)) throw invalid(method, `${at}._meta must be an object`);
+  const value = (meta as Record<string, unknown>)[ACP_PROTOCOL_META_KEY];
+  if (value === undefined) return {};
+  if (value !== "modern" && value !== "legacy") {
+    throw invalid(method, `${at}._meta[${JSON.stringify(ACP_PROTOCOL_META_KEY)}] must be "modern" or "legacy"`);
+  }
+  return { protocol: value };
+}
+
 /**
  * ACP `mcpServers` → server configurations: names sanitised (SPEC section 5.2), stdio servers
- * run in the session's `cwd`, `sse` refused (we advertise `mcpCapabilities.sse: false`).
+ * run in the session's `cwd`, `sse` refused (we advertise `mcpCapabilities.sse: false`), an
+ * era pinned by `_meta["sprout-agent/protocol"]` (`"modern"` | `"legacy"`, as `protocol` in
+ * `.mcp.json`).
  * @param cwd the session's absolute working folder
  * @throws {RpcError} -32602 naming the server and the field
  */
@@ -118,6 +139,7 @@ export function acpServers(raw: unknown, cwd: string): McpServerConfig[] {
     const at = `mcpServers[${i}] (${JSON.stringify(s.name)})`;
     const name = names[i]!;
     const display = name === s.name ? {} : { displayName: s.name };
+    const era = pinnedEra(method, at, s["_meta"]);
     const type = s["type"] ?? "stdio";
     if (type === "sse") {
       throw invalid(
@@ -133,7 +155,7 @@ export function acpServers(raw: unknown, cwd: string): McpServerConfig[] {
         const problem = headerProblem(key, value);
         if (problem !== undefined) throw invalid(method, `${at}.headers ${JSON.stringify(key)} ${problem}`);
       }
-      return { name, ...display, transport: { type: "http", url, headers } };
+      return { name, ...display, ...era, transport: { type: "http", url, headers } };
     }
     if (type !== "stdio") throw invalid(method, `${at}.type ${JSON.stringify(type)} is not one of stdio, http`);
     const command = s["command"];
@@ -147,6 +169,7 @@ export function acpServers(raw: unknown, cwd: string): McpServerConfig[] {
     return {
       name,
       ...display,
+      ...era,
       transport: { type: "stdio", command, args: args as string[], env: pairs(method, `${at}.env`, s["env"]), cwd },
     };
   });

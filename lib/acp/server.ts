@@ -25,7 +25,7 @@ import { MAX_SERVERS } from "../mcp/config.ts";
 import type { PermissionOutcome, PermissionRequest } from "../hooks/permission.ts";
 import { acpServers, invalidParams as invalid, promptText, RPC_ERRORS, RpcError } from "./params.ts";
 import { permissionAnswer, permissionParams } from "./permission.ts";
-import { resultUpdates, sessionUpdates } from "./updates.ts";
+import { acpStopReason, resultUpdates, sessionUpdates } from "./updates.ts";
 import { configSecrets, redact, redactEvent, redactValue } from "../util/redact.ts";
 import { formatSeconds, withTimeout } from "../util/time.ts";
 import { AGENT_NAME, VERSION } from "../util/version.ts";
@@ -657,7 +657,7 @@ class AcpServer {
       const result = await run.result;
       const refusal = result.refusal === undefined ? {} : { refusal: redact(result.refusal, this.#secrets) };
       for (const update of resultUpdates({ ...result, ...refusal })) this.#notify(session.id, update);
-      return { stopReason: result.stopReason };
+      return { stopReason: acpStopReason(result.stopReason) };
     } finally {
       session.controller = undefined;
       session.running = undefined;

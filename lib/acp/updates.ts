@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { AgentEvent, PromptResult } from "../conversation/events.ts";
+import { type AgentEvent, PAUSE_TURNS_TEXT, type PromptResult } from "../conversation/events.ts";
+import type { StopReason } from "../conversation/types.ts";
 import { hookAnswerWords } from "../hooks/decisions.ts";
 import { HOOK_POINTS, type HookName, type HookPoint } from "../hooks/points.ts";
 
@@ -105,11 +106,21 @@ export function sessionUpdates(event: AgentEvent): { updates: SessionUpdate[]; l
 }
 
 /**
+ * The ACP `stopReason` of a prompt's stop reason: the same, but for the agent's own
+ * `max_pause_turns`, which ACP's fixed values lack: `max_turn_requests`, the closest (the turn
+ * took more model requests than allowed). SPEC section 6.5, docs/ACP.md.
+ */
+export function acpStopReason(stopReason: StopReason): Exclude<StopReason, "max_pause_turns"> {
+  return stopReason === "max_pause_turns" ? "max_turn_requests" : stopReason;
+}
+
+/**
  * The updates sent after a prompt ends, before its `session/prompt` response: for a refusal,
  * its explanation as an `agent_message_chunk`, and for a prompt a hook halted (stop reason
  * `end_turn`), the hook, its server and its reason, since the stop reason alone carries
  * no text (ACP asks agents without the client's `session.notices` capability to use an agent
- * message for information the user should see).
+ * message for information the user should see); likewise for `max_pause_turns`, sent as
+ * `max_turn_requests`.
  * @example resultUpdates({ stopReason: "refusal", refusal: "no", rounds: 1, toolCalls: 0, objections: 0, usage: { inputTokens: 0, outputTokens: 0 }, durationMs: 1 })
  * // [{sessionUpdate: "agent_message_chunk", content: {type: "text", text: "\n\nRefused: no\n"}}]
  */
@@ -125,6 +136,10 @@ export function resultUpdates(result: PromptResult): SessionUpdate[] {
   // A session bound (SPEC 8.6): the stop reason is ACP's; the person is told which and why.
   if (result.limit !== undefined) {
     return [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `\n\n${result.limit.reason}\n` } }];
+  }
+  // The agent's own stop reason, which ACP receives as `max_turn_requests` (acpStopReason).
+  if (result.stopReason === "max_pause_turns") {
+    return [{ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `\n\n${PAUSE_TURNS_TEXT}\n` } }];
   }
   if (result.stopReason !== "refusal" || result.refusal === undefined) return [];
   return [{

@@ -9,6 +9,7 @@ import process from "node:process";
 import type { Config } from "../config/config.ts";
 import { AgentError, isAbortError } from "../util/errors.ts";
 import {
+  addUsage,
   type AgentEvent,
   type HookHalt,
   NO_REFUSAL_EXPLANATION,
@@ -384,6 +385,12 @@ export class AgentSession {
     if (called === "cancelled") return this.#finish(prompt, "cancelled");
     const { response, streamedText } = called;
     if (this.#continuesPause(prompt, response)) return undefined;
+    // One pause more than the agent continues: the prompt ends with a reason of its own,
+    // not as an end of turn (no `_Stop` gate: the model did not end it). SPEC 6.5.
+    if (response.stop === "pause_turn" && response.toolCalls.length === 0) {
+      this.#pushAssistant(response, []);
+      return this.#finish(prompt, "max_pause_turns");
+    }
     // A response cut off by the length limit never has its tool calls run (SPEC 6.6).
     if (response.toolCalls.length === 0 || response.stop === "max_tokens") {
       return this.#endTurn(prompt, response, streamedText);
@@ -465,10 +472,7 @@ export class AgentSession {
       throw error;
     }
     prompt.rounds++;
-    if (response.usage) {
-      prompt.usage.inputTokens += response.usage.inputTokens;
-      prompt.usage.outputTokens += response.usage.outputTokens;
-    }
+    addUsage(prompt.usage, response.usage);
     this.#compactor.recordUsage(response.usage, sentBytes);
     return { response, streamedText };
   }

@@ -7,7 +7,7 @@
 
 import process from "node:process";
 import { serverStderrShown } from "../config/config.ts";
-import type { AgentEvent, PromptResult } from "../conversation/events.ts";
+import { type AgentEvent, PAUSE_TURNS_TEXT, type PromptResult } from "../conversation/events.ts";
 import { isHookPoint } from "../hooks/check.ts";
 import { hookAnswerWords } from "../hooks/decisions.ts";
 import { HOOK_POINTS } from "../hooks/points.ts";
@@ -242,6 +242,7 @@ export function humanPrinter(): HumanPrinter {
       if (r.refusal !== undefined) line(err.yellow(`⊘ refused: ${r.refusal}`));
       if (r.halt !== undefined) line(err.yellow(`⊘ halted by ${r.halt.hook} from ${r.halt.server}: ${r.halt.reason}`));
       if (r.limit !== undefined) line(err.yellow(`⊘ ${r.limit.kind} limit: ${r.limit.reason}`));
+      if (r.stopReason === "max_pause_turns") line(err.yellow(`⊘ ${PAUSE_TURNS_TEXT}`));
       // An objection is an end of turn the _Stop hooks objected to (the unit of the budget, SPEC
       // 7.2), however many objected at once; when several did, the ⟲ lines outnumber it: say so.
       const together = hookObjections > r.objections && r.objections > 0

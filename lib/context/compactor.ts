@@ -8,7 +8,7 @@
 import type { Config } from "../config/config.ts";
 import { historyIndex } from "../conversation/history-index.ts";
 import { isAbortError } from "../util/errors.ts";
-import type { AgentEvent, PromptLimit } from "../conversation/events.ts";
+import { addUsage, type AgentEvent, type PromptLimit } from "../conversation/events.ts";
 import { type HookContext, hookMeta } from "../hooks/points.ts";
 import type { HookRunner } from "../hooks/runner.ts";
 import type { ToolRegistry } from "../mcp/types.ts";
@@ -219,10 +219,7 @@ export class Compactor {
         purpose: "summary",
       });
       summary = response.text.trim();
-      if (response.usage) {
-        context.usage.inputTokens += response.usage.inputTokens;
-        context.usage.outputTokens += response.usage.outputTokens;
-      }
+      addUsage(context.usage, response.usage);
     } catch (error) {
       if (context.signal.aborted || isAbortError(error)) return "cancelled";
       context.emit({

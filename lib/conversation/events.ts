@@ -196,5 +196,25 @@ export type PromptLimit =
     reason: string;
   };
 
+/**
+ * What the person is told when a prompt ends with `max_pause_turns` (SPEC section 6.5): by the
+ * CLI on stderr, by the ACP server as a last `agent_message_chunk`.
+ */
+export const PAUSE_TURNS_TEXT =
+  "Stopped: the provider paused the turn (pause_turn) more times in a row than the agent continues it";
+
 /** The `refusal` of a {@link PromptResult} when the provider gave no explanation. */
 export const NO_REFUSAL_EXPLANATION = "the model declined the request and gave no explanation";
+
+/**
+ * Adds one model request's usage to a prompt's sum; a request the provider reported none for
+ * is counted in `sum.unreported` (SPEC section 11: unknown, never `0`).
+ */
+export function addUsage(sum: Usage, usage: Usage | undefined): void {
+  if (usage === undefined) {
+    sum.unreported = (sum.unreported ?? 0) + 1;
+    return;
+  }
+  sum.inputTokens += usage.inputTokens;
+  sum.outputTokens += usage.outputTokens;
+}

@@ -7,11 +7,13 @@
  */
 
 /**
- * Why a prompt ended (SPEC section 11; the ACP `stopReason` values).
+ * Why a prompt ended (SPEC section 11): the ACP `stopReason` values, and the agent's own
+ * `max_pause_turns` (the provider paused the turn more times in a row than the agent continues
+ * it, SPEC section 6.5), which ACP, whose values are fixed, receives as `max_turn_requests`.
  * @example
  * const finished = (reason: StopReason) => reason === "end_turn";
  */
-export type StopReason = "end_turn" | "cancelled" | "max_tokens" | "max_turn_requests" | "refusal";
+export type StopReason = "end_turn" | "cancelled" | "max_tokens" | "max_turn_requests" | "refusal" | "max_pause_turns";
 
 /**
  * Why one LLM response ended, normalised from the provider's own field
@@ -99,6 +101,13 @@ export interface Usage {
   inputTokens: number;
   /** Output tokens the provider reported (Anthropic `output_tokens`, OpenAI `completion_tokens`). */
   outputTokens: number;
+  /**
+   * Only in a prompt's summed usage ({@link PromptResult.usage}): how many of its model
+   * requests (compaction summaries included) the provider reported no usage for; absent when
+   * every one did. The counts cover the requests that reported, so they are a lower bound, and
+   * unknown, not `0`, when no request reported (`unreported` is then every request).
+   */
+  unreported?: number;
 }
 
 /**

@@ -20,8 +20,11 @@ export interface ScriptTurn {
   text?: string;
   /** `name` is the name the LLM sees (qualified, mapped). Ids are `call_<n>`. */
   toolCalls?: { name: string; arguments?: Record<string, unknown> }[];
-  /** Default `tool_use` with tool calls, else `end_turn`. `max_tokens` with calls = truncated. */
-  stop?: "end_turn" | "max_tokens" | "refusal" | "tool_use";
+  /**
+   * Default `tool_use` with tool calls, else `end_turn`. `max_tokens` with calls = truncated;
+   * `pause_turn` = the provider paused the turn (Anthropic), continued by the loop.
+   */
+  stop?: "end_turn" | "max_tokens" | "refusal" | "tool_use" | "pause_turn";
   /** No usage: none reported. */
   usage?: { inputTokens: number; outputTokens: number };
 }
@@ -36,7 +39,7 @@ export interface ScriptedOptions {
   path?: string;
 }
 
-const STOPS = ["end_turn", "max_tokens", "refusal", "tool_use"];
+const STOPS = ["end_turn", "max_tokens", "refusal", "tool_use", "pause_turn"];
 
 /**
  * A model that answers each turn request with the next scripted turn. Requests with

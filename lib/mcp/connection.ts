@@ -11,6 +11,7 @@ import {
   decodeResult,
   initializeLegacy,
   knownEra,
+  nudgeParams,
   probeEra,
   readDiscover,
   remainingMs,
@@ -111,6 +112,9 @@ export class Connection implements McpConnection {
    * @throws {AgentError} `mcp-connect`, `timeout`, `mcp`
    */
   async start(): Promise<void> {
+    // The handshake's deadline counts from here, the spawn included, as the registry's own
+    // backstop does: the connection's timeout, whose message names the fix, fires first.
+    const deadline = Date.now() + this.#initTimeoutMs;
     const pinned = knownEra(this.#config, this.#options.eraCache);
     const transport = this.#config.transport;
     if (transport.type === "http") {
@@ -128,7 +132,6 @@ export class Connection implements McpConnection {
     } else {
       await this.#spawn();
     }
-    const deadline = Date.now() + this.#initTimeoutMs;
     if (pinned === "legacy") return this.#initialize(deadline);
     if (pinned === "modern") {
       const probe = await this.#probe(deadline, false);
@@ -274,6 +277,11 @@ export class Connection implements McpConnection {
       stdio: this.#proc !== undefined,
       alive: () => this.#proc?.alive ?? true,
       meta: (version) => this.#meta(undefined, version),
+      // Only a stdio server being detected is nudged: over HTTP each POST has its own answer.
+      nudge: this.#proc !== undefined && fallback
+        ? (version) =>
+          void this.#peer.notify("notifications/cancelled", nudgeParams(this.#meta(undefined, version))).catch(() => {})
+        : undefined,
       // A stdio server that ignores unknown requests never answers the probe (SPEC 10).
       timeoutMessage: () =>
         this.#initTimeoutMessage(
@@ -307,7 +315,7 @@ export class Connection implements McpConnection {
     if (this.#http) this.#http.legacyVersion = version;
     if (serverInfo) this.serverInfo = serverInfo;
     await this.#peer.notify("notifications/initialized", {});
-    this.#http?.listen();
+    this.#http?.listenAfterNextRequest();
   }
 
   async #request(

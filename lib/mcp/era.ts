@@ -94,6 +94,29 @@ export interface ProbeOptions {
   meta: (version: string) => Record<string, unknown>;
   /** The message of a timeout (the init timeout, with the stderr tail). */
   timeoutMessage: () => string;
+  /**
+   * Sends the nudge of {@link probeEra} (a stdio server being detected); called with the
+   * version being probed, {@link NUDGE_DELAYS_MS} after the probe while it is unanswered.
+   */
+  nudge?: ((version: string) => void) | undefined;
+}
+
+/**
+ * When a stdio server that has not answered the probe is nudged, in ms after the probe
+ * (SPEC section 10): a notification no server answers or acts on, after which the legacy
+ * servers that stay silent on the probe show what they are. The Python SDK `mcp`
+ * 1.0.0–1.9.3 (FastMCP 2.0–2.8) lost its session on the probe and exits on the next line
+ * it reads; the Swift SDK in strict mode answers a notification before `initialize` with an
+ * error. A modern server that is merely slow reads the nudge after the probe and ignores it.
+ */
+export const NUDGE_DELAYS_MS: readonly number[] = [1000, 3000, 7000, 15000];
+
+/** The `requestId` of the nudge's `notifications/cancelled`: never the id of a request. */
+export const NUDGE_REQUEST_ID = "sprout-agent/era-probe-nudge";
+
+/** What the nudge sends: `notifications/cancelled` for no request, with the modern envelope. */
+export function nudgeParams(meta: Record<string, unknown>): Record<string, unknown> {
+  return { requestId: NUDGE_REQUEST_ID, reason: "era probe", _meta: meta };
 }
 
 /**
@@ -101,10 +124,12 @@ export interface ProbeOptions {
  * server's first answer, which it may take until `deadline` (the init timeout) to give: a
  * slow server is never killed for being slow (the Python SDK and FastMCP take 1.3–3.3 s to
  * answer their first request), and the official v2 SDK's `serveStdio` pins the era of its
- * connection from the opening exchange, so nothing else is sent before the answer. A
- * JSON-RPC error whose `id` is null (a server that could not read the probe) is a legacy
- * answer at once; -32020 (header mismatch) is a modern server refusing our headers, never a
- * reason to fall back.
+ * connection from the opening exchange, so no request is sent before the answer; only the
+ * nudges ({@link NUDGE_DELAYS_MS}), notifications in the modern envelope, which `serveStdio`
+ * hands to the instance the probe opened. A stray JSON-RPC error while the probe is alone
+ * (`id` null, `""`, or one never sent: a server that could not read the probe, or refused
+ * the nudge) is a legacy answer at once; -32020 (header mismatch) is a modern server
+ * refusing our headers, never a reason to fall back.
  * @throws {AgentError} `mcp-connect` when there is no common version, on a header mismatch or
  *   when the server stays silent past the deadline; the HTTP error of a 401, 403 or 5xx
  *   answer; other failures
@@ -113,12 +138,13 @@ export async function probeEra(peer: JsonRpcPeer, options: ProbeOptions): Promis
   const { name, deadline, fallback, stdio } = options;
   let version = MODERN_PROTOCOL_VERSION;
   for (let corrective = 0;; corrective++) {
+    const nudging = startNudges(options.nudge, version);
     try {
       const result = await peer.request("server/discover", { _meta: options.meta(version) }, {
         timeoutMs: remainingMs(deadline),
         timeoutMessage: options.timeoutMessage,
-        takesNullIdError: true,
-      });
+        takesStrayError: true,
+      }).finally(nudging);
       const discover = asObject(result);
       const supported = discover?.supportedVersions;
       if (discover && Array.isArray(supported) && supported.includes(version)) {
@@ -150,9 +176,9 @@ export async function probeEra(peer: JsonRpcPeer, options: ProbeOptions): Promis
           }
           throw new AgentError(
             "mcp-connect",
-            `Cannot connect to server "${name}": no common protocol version (server supports ${
+            `Cannot connect to server "${name}": no common protocol version (the server supports ${
               JSON.stringify(supported)
-            })`,
+            }, the agent ${JSON.stringify([...MODERN_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS])})`,
           );
         }
         if (error.status !== undefined && error.status >= 500) throw error;
@@ -172,6 +198,13 @@ export async function probeEra(peer: JsonRpcPeer, options: ProbeOptions): Promis
       throw error;
     }
   }
+}
+
+/** Schedules the nudges of one probe; the function returned stops them. */
+function startNudges(nudge: ((version: string) => void) | undefined, version: string): () => void {
+  if (nudge === undefined) return () => {};
+  const timers = NUDGE_DELAYS_MS.map((ms) => setTimeout(() => nudge(version), ms));
+  return () => timers.forEach(clearTimeout);
 }
 
 function legacyAfterError(options: ProbeOptions): Probe {

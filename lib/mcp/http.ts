@@ -1,13 +1,14 @@
 /**
  * The Streamable HTTP side of the MCP client: one POST per message, JSON or SSE answers
- * (with resumption by GET + `Last-Event-ID` when a stream closes early), the era's headers
+ * (with resumption by GET + `Last-Event-ID` when a stream ends early or is interrupted: a reset,
+ * a cut inside an event; each message handed on once), the era's headers
  * (`MCP-Protocol-Version`; modern `Mcp-Method`/`Mcp-Name`; legacy `Mcp-Session-Id`), one
  * re-initialise and retry when a legacy session is lost, and DELETE on close. SPEC section 10.
  * @module
  */
 
 import { AgentError } from "../util/errors.ts";
-import { MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "../http/body.ts";
+import { BodyLimitError, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "../http/body.ts";
 import { readSse } from "../http/sse.ts";
 import { headerSecrets, redact } from "../util/redact.ts";
 import { sleep } from "../util/time.ts";
@@ -22,7 +23,7 @@ export const PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersio
 /** The variable that sets the cap of an answer (as of a stdio line). */
 const LIMIT_SETTING = "SPROUT_AGENT_MAX_LINE_BYTES";
 
-/** How many times a POST's SSE stream is resumed by GET before the request fails. */
+/** How many times in a row, without a new event, a POST's SSE stream is resumed by GET before the request fails. */
 const MAX_RESUMES = 3;
 
 /** Options of {@link HttpTransport}. */
@@ -57,6 +58,7 @@ export class HttpTransport {
   #sessionId: string | undefined;
   #reinit: Promise<void> | undefined;
   #listening: AbortController | undefined;
+  #listenAfterRequest = false;
   /** The configured header values: never shown in an error message (guarantee 6). */
   #secrets: string[];
   /** The legacy protocol version, sent as `MCP-Protocol-Version` once negotiated. */
@@ -79,8 +81,25 @@ export class HttpTransport {
    *   {@link JsonRpcError} when a non-2xx answer carries a JSON-RPC error
    */
   async send(message: JsonRpcMessage, context: SendContext): Promise<void> {
-    const retried = await this.#post(message, context, false);
-    if (retried) await this.#post(message, context, true);
+    try {
+      const retried = await this.#post(message, context, false);
+      if (retried) await this.#post(message, context, true);
+    } finally {
+      if (this.#listenAfterRequest && context.id !== undefined && message.method !== "initialize") {
+        this.#listenAfterRequest = false;
+        this.listen();
+      }
+    }
+  }
+
+  /**
+   * Opens the standalone GET stream ({@link listen}) once the next request has its answer, not
+   * before: after `initialize`, the first `tools/list` goes out alone, so a legacy server is
+   * asked `server/discover` and `initialize` (and told `notifications/initialized`) before it,
+   * and nothing else (SPEC section 10).
+   */
+  listenAfterNextRequest(): void {
+    this.#listenAfterRequest = true;
   }
 
   /** Aborts every request in flight and, for a legacy session, sends DELETE (not awaited). */
@@ -98,6 +117,7 @@ export class HttpTransport {
   /** Forgets the session (before a new `initialize`). */
   resetSession(): void {
     this.#listening?.abort();
+    this.#listenAfterRequest = false;
     this.#sessionId = undefined;
     this.legacyVersion = undefined;
   }
@@ -105,9 +125,9 @@ export class HttpTransport {
   /**
    * Opens the standalone GET event stream of a legacy server (as the official client does
    * after `notifications/initialized`): servers send `notifications/tools/list_changed` and
-   * requests unrelated to a POST there. A 405 or any failure ends it quietly; a stream that
-   * ends is resumed with `Last-Event-ID` after the server's `retry` delay, at most 3 times in
-   * a row without an event.
+   * requests unrelated to a POST there. A 405 or an HTTP error ends it quietly; a stream that
+   * ends or is interrupted (a reset, a cut inside an event) is resumed with `Last-Event-ID`
+   * after the server's `retry` delay, at most 3 times in a row without an event.
    */
   listen(): void {
     this.#listening?.abort();
@@ -125,23 +145,35 @@ export class HttpTransport {
       headers["accept"] = "text/event-stream";
       if (this.#sessionId !== undefined) headers["mcp-session-id"] = this.#sessionId;
       if (lastEventId !== "") headers["last-event-id"] = lastEventId;
-      const response = await this.#options.fetch(this.#config.url, { method: "GET", headers, signal });
-      const type = (response.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-      if (!response.ok || type !== "text/event-stream" || !response.body) {
-        await response.body?.cancel().catch(() => {});
-        return;
+      let response: Response | undefined;
+      try {
+        response = await this.#options.fetch(this.#config.url, { method: "GET", headers, signal });
+      } catch {
+        // the network failed: tried again after the delay, as a stream that ended
       }
-      for await (
-        const event of readSse(response.body, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })
-      ) {
-        if (event.id !== "") lastEventId = event.id;
-        if (event.retry !== undefined) retryMs = event.retry;
-        if (event.data.trim() === "") continue;
-        idle = -1;
+      if (response !== undefined) {
+        const type = (response.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
+        if (!response.ok || type !== "text/event-stream" || !response.body) {
+          await response.body?.cancel().catch(() => {});
+          return;
+        }
         try {
-          this.#options.onMessage(JSON.parse(event.data));
-        } catch {
-          this.#options.onWarning(`Ignored an event from server "${this.#options.name}" that is not JSON`);
+          for await (
+            const event of readSse(response.body, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })
+          ) {
+            if (event.id !== "") lastEventId = event.id;
+            if (event.retry !== undefined) retryMs = event.retry;
+            if (event.data.trim() === "") continue;
+            idle = -1;
+            try {
+              this.#options.onMessage(JSON.parse(event.data));
+            } catch {
+              this.#options.onWarning(`Ignored an event from server "${this.#options.name}" that is not JSON`);
+            }
+          }
+        } catch (error) {
+          // A reset or a cut inside an event is resumed like an end; an oversize event is not.
+          if (signal.aborted || error instanceof BodyLimitError) return;
         }
       }
       await sleep(retryMs, signal);
@@ -271,38 +303,60 @@ export class HttpTransport {
     await this.#reinit;
   }
 
-  /** Reads SSE events until the answer to `context.id` arrived, resuming by GET if the stream ends first. */
+  /**
+   * Reads SSE events until the answer to `context.id` arrived. When the stream is interrupted
+   * first (it ends, the connection is reset, or it stops inside an event, which is then
+   * dropped unread), it is resumed by GET with `Last-Event-ID` (the id of the last whole
+   * event) after the server's `retry` delay, at most {@link MAX_RESUMES} times in a row
+   * without a new event. Events whose id was already read are skipped, so every message,
+   * the answer included, is handed on once.
+   */
   async #readStream(body: ReadableStream<Uint8Array>, context: SendContext, signal: AbortSignal): Promise<void> {
     let lastEventId = "";
     let retryMs = 1000;
+    const seen = new Set<string>();
     let stream: ReadableStream<Uint8Array> | undefined = body;
-    for (let resumes = 0;; resumes++) {
-      let answered = false;
-      try {
-        for await (const event of readSse(stream, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })) {
-          if (event.id !== "") lastEventId = event.id;
-          if (event.retry !== undefined) retryMs = event.retry;
-          if (event.data.trim() === "") continue;
-          let message: unknown;
-          try {
-            message = JSON.parse(event.data);
-          } catch {
-            this.#options.onWarning(`Ignored an event from server "${this.#options.name}" that is not JSON`);
-            continue;
+    for (let idle = 0;; idle++) {
+      let interruption = stream === undefined
+        ? "the event stream was interrupted before the answer, and resuming it failed"
+        : "the event stream ended before the answer";
+      if (stream !== undefined) {
+        try {
+          for await (
+            const event of readSse(stream, signal, { maxEventBytes: this.#maxBytes, setting: LIMIT_SETTING })
+          ) {
+            if (event.retry !== undefined) retryMs = event.retry;
+            if (event.id !== "") {
+              if (seen.has(event.id)) continue; // replayed by the server after a resume
+              seen.add(event.id);
+              lastEventId = event.id;
+            }
+            if (event.data.trim() === "") continue;
+            idle = 0;
+            let message: unknown;
+            try {
+              message = JSON.parse(event.data);
+            } catch {
+              this.#options.onWarning(`Ignored an event from server "${this.#options.name}" that is not JSON`);
+              continue;
+            }
+            const answered = answers(message, context.id);
+            this.#options.onMessage(message);
+            if (answered) return;
           }
-          if (answers(message, context.id)) answered = true;
-          this.#options.onMessage(message);
-          if (answered) break;
+        } catch (error) {
+          if (signal.aborted || error instanceof BodyLimitError) throw this.#failure(context, signal, error);
+          interruption = `the event stream was interrupted before the answer (${
+            redact(error instanceof Error ? error.message : String(error), this.#secrets)
+          })`;
         }
-      } catch (error) {
-        throw this.#failure(context, signal, error);
       }
-      if (answered) return;
       if (signal.aborted) throw this.#failure(context, signal, signal.reason);
-      if (lastEventId === "" || resumes >= MAX_RESUMES) {
+      if (lastEventId === "" || idle >= MAX_RESUMES) {
+        const why = lastEventId === "" ? "" : ` and ${MAX_RESUMES} resumptions brought no new event`;
         throw new AgentError(
           "mcp",
-          `Request "${context.method}" to server "${this.#options.name}" failed: the event stream ended before the answer`,
+          `Request "${context.method}" to server "${this.#options.name}" failed: ${interruption}${why}`,
         );
       }
       await sleep(retryMs, signal).catch(() => {});
@@ -311,7 +365,16 @@ export class HttpTransport {
     }
   }
 
-  async #resume(lastEventId: string, context: SendContext, signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+  /**
+   * The GET that resumes a POST's stream after `lastEventId`. Resolves `undefined` when it
+   * could not be sent (the network failed again: another interruption, counted by the caller).
+   * @throws {AgentError} for an HTTP error answer
+   */
+  async #resume(
+    lastEventId: string,
+    context: SendContext,
+    signal: AbortSignal,
+  ): Promise<ReadableStream<Uint8Array> | undefined> {
     const headers = this.#headers();
     headers["accept"] = "text/event-stream";
     headers["last-event-id"] = lastEventId;
@@ -320,7 +383,8 @@ export class HttpTransport {
     try {
       response = await this.#options.fetch(this.#config.url, { method: "GET", headers, signal });
     } catch (error) {
-      throw this.#failure(context, signal, error);
+      if (signal.aborted) throw this.#failure(context, signal, error);
+      return undefined;
     }
     if (!response.ok || !response.body) {
       const text = await this.#errorText(response);
@@ -391,12 +455,14 @@ function answers(message: unknown, id: unknown): boolean {
 
 /**
  * A JSON answer to a POST: an error whose `id` is null (a server that could not read the
- * request answers so, JSON-RPC 2.0 section 5) is the answer to that POST's request.
+ * request answers so, JSON-RPC 2.0 section 5) or `""` (the PHP SDK 0.7.1's answer to an
+ * unknown method) is the answer to that POST's request.
  */
 function answerOf(body: unknown, id: unknown): unknown {
   if (typeof body !== "object" || body === null || Array.isArray(body) || id === undefined) return body;
   const message = body as { id?: unknown; error?: unknown; method?: unknown };
-  if (message.id === null && message.error !== undefined && message.method === undefined) return { ...message, id };
+  const stray = message.id === null || message.id === "";
+  if (stray && message.error !== undefined && message.method === undefined) return { ...message, id };
   return body;
 }
 

@@ -95,17 +95,20 @@ export interface PeerRequestOptions {
    */
   background?: boolean;
   /**
-   * An error answer whose `id` is null counts as this request's answer while it is pending
-   * (JSON-RPC 2.0 section 5: a server that cannot read a request's id answers with a null
-   * one). Only for a request that is alone on its channel, such as the era probe.
+   * A stray error answer counts as this request's answer while it is the only request
+   * pending (long-lived `background` ones aside): one whose `id` is null (JSON-RPC 2.0
+   * section 5: a server that cannot read a request's id answers with a null one), or an id
+   * this peer never issued (the PHP SDK answers an unknown method with `id: ""`, the Swift
+   * SDK in strict mode a notification before `initialize` with a random one). Only for a
+   * request alone on its channel, such as the era probe.
    */
-  takesNullIdError?: boolean;
+  takesStrayError?: boolean;
 }
 
 interface Pending {
   method: string;
   background: boolean;
-  takesNullIdError: boolean;
+  takesStrayError: boolean;
   resolve: (result: unknown) => void;
   reject: (error: Error) => void;
   controller: AbortController;
@@ -167,7 +170,7 @@ export class JsonRpcPeer {
       this.#pending.set(id, {
         method,
         background: options.background === true,
-        takesNullIdError: options.takesNullIdError === true,
+        takesStrayError: options.takesStrayError === true,
         resolve,
         reject,
         controller,
@@ -260,16 +263,16 @@ export class JsonRpcPeer {
       return;
     }
     let id = m.id;
-    if (id === undefined || id === null) {
-      const taker = [...this.#pending].find(([, entry]) => entry.takesNullIdError)?.[0];
-      if (m.error && taker !== undefined) id = taker;
+    if (id === undefined || id === null || !this.#issued(id)) {
+      const taker = m.error ? this.#strayTaker() : undefined;
+      if (taker !== undefined) id = taker;
       else {
-        if (m.error) {
+        if (m.error && (id === undefined || id === null)) {
           this.#options.onWarning?.(
             `${capitalize(this.#options.label)} sent an error without an id: ${m.error.message}`,
           );
         }
-        return;
+        if (id === undefined || id === null) return;
       }
     }
     const entry = this.#pending.get(id);
@@ -305,6 +308,17 @@ export class JsonRpcPeer {
       entry.controller.abort();
       entry.reject(error());
     }
+  }
+
+  /** Whether `id` is one this peer sent a request under (ids are 1, 2, 3, …). */
+  #issued(id: JsonRpcId): boolean {
+    return typeof id === "number" && Number.isInteger(id) && id >= 1 && id <= this.#nextId;
+  }
+
+  /** The request that takes a stray error answer: a `takesStrayError` one alone among the pending. */
+  #strayTaker(): JsonRpcId | undefined {
+    const waiting = [...this.#pending].filter(([, entry]) => !entry.background);
+    return waiting.length === 1 && waiting[0]![1].takesStrayError ? waiting[0]![0] : undefined;
   }
 
   #notification(method: string, params: unknown): void {

@@ -104,9 +104,11 @@ export class ServerHandle {
       ...(signal === undefined ? {} : { signal }),
     };
     this.exit = undefined;
+    // A backstop a little after the connection's own init timeout, whose message is the one
+    // worth showing (a silent stdio server's names the fix: `"protocol": "legacy"`).
     const conn = await settleWithin(
       o.connect(this.config, options),
-      o.initTimeoutMs,
+      o.initTimeoutMs + Math.min(1000, Math.ceil(o.initTimeoutMs / 3)),
       `Cannot start server "${this.name}": connecting timed out after ${formatSeconds(o.initTimeoutMs)} s`,
       (late) => late.kill(),
     );
