@@ -70,7 +70,7 @@ const JSON_FIELDS = ["tool_input", "tool_response"];
  * A hook call's arguments as a Claude Code payload: `""` (a `${field}` the event lacks) is
  * dropped, `"true"`/`"false"` of `stop_hook_active` become booleans, JSON text of the tool
  * fields is parsed, and `hook_event_name` defaults to the hook point's event.
- * @example hookPayload("_Stop", { session_id: "s", stop_hook_active: "true" }) // { session_id: "s", stop_hook_active: true, hook_event_name: "Stop" }
+ * @example hookPayload("_PreToolUse", { tool_name: "Bash", tool_input: "{\"command\":\"ls\"}", cwd: "" }) // { tool_name: "Bash", tool_input: { command: "ls" }, hook_event_name: "PreToolUse" }
  */
 export function hookPayload(hook: HookName, args: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
