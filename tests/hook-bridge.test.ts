@@ -36,7 +36,7 @@ const codexSchema = (name: string) =>
 /** The hook point each documented payload fires. */
 const EXPECTED: Record<string, HookName> = {
   "claude-stop": "_Stop",
-  "claude-subagent-stop": "_Stop",
+  "claude-subagent-stop": "_SubagentStop",
   "claude-pre-tool-use": "_PreToolUse",
   "claude-post-tool-use": "_PostToolUse",
   "claude-user-prompt-submit": "_UserPromptSubmit",
@@ -204,7 +204,7 @@ describe("hook-bridge: answers in each host's words", () => {
     assert.deepEqual(hostOutput("claude", "SessionStart", "_SessionStart", { context: "ctx", notes: [] }).json, {
       hookSpecificOutput: { hookEventName: "SessionStart", additionalContext: "ctx" },
     });
-    assert.deepEqual(hostOutput("claude", "SubagentStop", "_Stop", { halt: "enough", notes: ["w"] }).json, {
+    assert.deepEqual(hostOutput("claude", "SubagentStop", "_SubagentStop", { halt: "enough", notes: ["w"] }).json, {
       continue: false,
       stopReason: "enough",
       systemMessage: "w",
@@ -343,6 +343,22 @@ describe("hook-bridge: one event end to end, in-process, against the todo-enforc
     // SessionEnd forgets the session's budget.
     await bridge("claude", { ...fixture("claude-session-end"), session_id: "inproc-1" }, env);
     assert.equal(stopBudget(state, "claude", "inproc-1").used(), 0);
+  });
+
+  test("C39 a host's SubagentStop calls _SubagentStop, never the session's _Stop, under a budget of its own", async () => {
+    // The todo-enforcer has a _Stop and no _SubagentStop: the child's stop is let through
+    // although the session's todo list is open (its _Stop would block).
+    const child = await bridge("claude", { ...fixture("claude-subagent-stop"), session_id: "sub-1" });
+    assert.equal(child.hook, "_SubagentStop");
+    assert.equal(child.json, undefined);
+    // The two budgets are two files; SessionEnd forgets both.
+    const own = stopBudget(state, "claude", "sub-1");
+    const subagents = stopBudget(state, "claude", "sub-1", "subagent");
+    assert.notEqual(own.file, subagents.file);
+    subagents.spend();
+    assert.deepEqual([own.used(), subagents.used()], [0, 1]);
+    await bridge("claude", { ...fixture("claude-session-end"), session_id: "sub-1" });
+    assert.equal(subagents.used(), 0);
   });
 
   test("MCP_HOOK_SERVERS off: nothing is connected and nothing is said", async () => {

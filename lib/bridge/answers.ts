@@ -141,7 +141,7 @@ export interface HostOutput {
  * become a deny (neither host's hooks can ask or rewrite there, and passing the call silently
  * would fail open); Copilot CLI reads only `preToolUse`'s and the stops' answers.
  * @example
- * hostOutput("claude", "SubagentStop", "_Stop", { block: "…", notes: [] }).json // { decision: "block", reason: "…" }
+ * hostOutput("claude", "SubagentStop", "_SubagentStop", { block: "…", notes: [] }).json // { decision: "block", reason: "…" }
  */
 export function hostOutput(host: HostName, event: string, hook: HookName, answer: BridgeAnswer): HostOutput {
   const stderr = [...answer.notes];

@@ -7,11 +7,11 @@
  * @module
  */
 
-import { type Config, hooksEnabledFor, loadConfig } from "../config/config.ts";
+import { type Config, hooksEnabledFor, type HookServers, loadConfig } from "../config/config.ts";
 import { HOOK_POINTS, type HookMeta, type HookName } from "../hooks/points.ts";
 import { HookRunner } from "../hooks/runner.ts";
 import { createRegistry } from "../mcp/registry.ts";
-import type { McpServerConfig } from "../mcp/types.ts";
+import type { McpServerConfig, ToolRegistry } from "../mcp/types.ts";
 import { type BridgeAnswer, combineResults, type HostOutput, hostOutput, noteText } from "./answers.ts";
 import { type StopBudget, stopBudget } from "./budget.ts";
 import { type BridgeEvent, detectHost, HOST_TITLES, type HostName, readEvent } from "./hosts.ts";
@@ -48,9 +48,12 @@ export interface BridgeResult extends HostOutput {
 
 const PREFIX = "sprout-agent hook-bridge";
 
-/** A failure of the bridge's own: nothing blocks, and the person is told (stderr, and `systemMessage` where the host shows one). */
-function failOpen(host: HostName | undefined, message: string): BridgeResult {
-  const line = `${PREFIX}: ${message} (failing open: nothing was blocked)`;
+/**
+ * A failure of the bridge's own: nothing blocks, and the person is told (stderr, and
+ * `systemMessage` where the host shows one). `prefix` names the command (the proxy's own).
+ */
+export function failOpen(host: HostName | undefined, message: string, prefix = PREFIX): BridgeResult {
+  const line = `${prefix}: ${message} (failing open: nothing was blocked)`;
   const json = host === undefined || host === "copilot" ? undefined : { systemMessage: line };
   return { ...(host === undefined ? {} : { host }), json, stderr: [line] };
 }
@@ -88,8 +91,6 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
   }
   const hook = event.hook;
   if (hook === undefined) return { host, json: undefined, stderr: [] };
-  const effect = HOOK_POINTS[hook].effect;
-  const done = (answer: BridgeAnswer): BridgeResult => ({ host, hook, ...hostOutput(host, event.event, hook, answer) });
   let config: Config;
   let servers: McpServerConfig[];
   try {
@@ -100,36 +101,16 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
   }
   if (servers.length === 0) return { host, hook, json: undefined, stderr: [] };
 
-  // The _Stop budget of this host session (SPEC 7.2), kept in a file across hook processes.
-  const max = config.stopMaxRejections;
-  const budget: StopBudget | undefined = event.sessionId === undefined
-    ? undefined
-    : stopBudget(options.stateDir, host, event.sessionId);
-  const used = budget?.used() ?? 0;
-  if (effect === "objection") {
-    if (max === 0) return done({ notes: [] });
-    if (used >= max) {
-      return {
-        host,
-        hook,
-        json: undefined,
-        stderr: [
-          `${PREFIX}: Stop-hook budget exhausted (${used} of ${max} objections used in this ${
-            HOST_TITLES[host]
-          } session): the stop is accepted without calling _Stop`,
-        ],
-      };
-    }
-    if (budget?.file === undefined && event.stopHookActive) {
-      // Nowhere to count: one objection per stop, never one on top of a stop hook's continuation.
-      return {
-        host,
-        hook,
-        json: undefined,
-        stderr: [`${PREFIX}: no session id or state folder to keep the _Stop budget in: this stop is accepted`],
-      };
-    }
-  }
+  // The _Stop budget of this host session (SPEC 7.2), kept in a file across hook processes;
+  // a subagent's stops (_SubagentStop) have a budget of their own (SPEC 13.4, CASES C39).
+  const budget: StopBudget | undefined = event.sessionId === undefined ? undefined : stopBudget(
+    options.stateDir,
+    host,
+    event.sessionId,
+    hook !== undefined && HOOK_POINTS[hook].agent === "subagent" ? "subagent" : "",
+  );
+  const refused = budgetRefusal(host, event, config, budget);
+  if (refused !== undefined) return refused;
 
   const notes: string[] = [];
   const { registry, failures } = await createRegistry(servers, {
@@ -147,47 +128,149 @@ export async function runBridge(options: BridgeOptions): Promise<BridgeResult> {
     for (const f of failures) notes.push(f.message);
     // A required guard that could not start does not pass silently at a tool point (SPEC 3.1).
     const requiredDown = failures.filter((f) => servers.find((s) => s.name === f.server)?.required === true);
-    if (effect === "deny" && requiredDown.length > 0) {
-      const names = requiredDown.map((f) => f.server).join(", ");
-      const why = requiredDown.map((f) => f.message).join("; ");
-      return done({
-        permission: {
-          decision: "deny",
-          reason: noteText(hook, names, `the required guard did not answer, so the call was not run (${why})`),
-        },
-        notes,
-      });
-    }
-    const session = event.source !== undefined || effect === "log";
-    const meta: HookMeta = {
-      round: session ? 0 : 1,
-      rejectionsUsed: used,
-      rejectionsLeft: Math.max(0, max - used),
-      cwd: event.cwd ?? options.cwd,
-      lastAssistantText: event.lastAssistantText,
-      afterObjection: effect === "objection" && event.stopHookActive,
-      prompt: session ? 0 : 1,
-    };
-    if (event.source !== undefined) meta.source = event.source;
-    if (event.toolCall !== undefined) meta.toolCall = event.toolCall;
-    if (event.toolResult !== undefined) meta.toolResult = event.toolResult;
-    const runner = new HookRunner({ registry, allow: config.hookServers, timeoutMs: config.hookTimeoutMs });
-    const results = await runner.run(hook, meta, event.toolCall === undefined ? {} : { toolName: event.toolCall.name });
-    const answer = combineResults(hook, results, (server) => registry.isRequired(server));
-    answer.notes.unshift(...notes);
-    if (effect === "objection" && answer.block !== undefined && budget !== undefined) {
-      try {
-        budget.spend();
-      } catch (error) {
-        answer.notes.push(`Cannot keep the _Stop budget in ${JSON.stringify(budget.file)}: ${errorText(error)}`);
-        if (event.stopHookActive) delete answer.block;
-      }
-    }
-    if (effect === "log") budget?.forget();
-    return done(answer);
+    const sessionId = event.sessionId;
+    return await fireEvent({
+      host,
+      event,
+      config,
+      registry,
+      budget,
+      cwd: options.cwd,
+      notes,
+      requiredDown,
+      ...(sessionId === undefined
+        ? {}
+        : { forgetSubagentBudget: () => stopBudget(options.stateDir, host, sessionId, "subagent").forget() }),
+    });
   } catch (error) {
     return failOpen(host, errorText(error));
   } finally {
     await registry.close();
   }
+}
+
+/**
+ * What {@link budgetRefusal} and {@link fireEvent} need: the event read, the configuration, the
+ * servers' registry and the session's `_Stop` budget. Shared by the command bridge (a
+ * registry per event, the budget in a file) and the MCP proxy (one registry and the budget in
+ * memory for the life of the host session).
+ */
+export interface FireOptions {
+  host: HostName;
+  event: BridgeEvent;
+  config: Config;
+  registry: ToolRegistry;
+  /** `undefined`: nowhere to count (no session id). */
+  budget: StopBudget | undefined;
+  /** Forgets the session's subagent-stop budget too, at `SessionEnd`; default nothing. */
+  forgetSubagentBudget?: () => void;
+  /** `_meta.cwd` when the event names none. */
+  cwd: string;
+  /** Warnings so far (servers that could not start), put first in the answer's notes. */
+  notes: string[];
+  /** Required servers that could not start: at a tool point they deny the call. */
+  requiredDown: ReadonlyArray<{ server: string; message: string }>;
+  /**
+   * Which servers' hooks run; default `config.hookServers` (`MCP_HOOK_SERVERS`). The proxy
+   * passes its one server: naming it is what enables its hooks.
+   */
+  allow?: HookServers;
+}
+
+/**
+ * The `_Stop` budget's answer before any server is called: `undefined` to go on, or the
+ * accepted stop (nothing on stdout, a line on stderr) when the budget is used up, when it is
+ * 0, or when there is nowhere to count it and this stop follows a stop hook's block.
+ */
+export function budgetRefusal(
+  host: HostName,
+  event: BridgeEvent,
+  config: Config,
+  budget: StopBudget | undefined,
+): BridgeResult | undefined {
+  const hook = event.hook;
+  if (hook === undefined || HOOK_POINTS[hook].effect !== "objection") return undefined;
+  const max = config.stopMaxRejections;
+  const used = budget?.used() ?? 0;
+  if (max === 0) return { host, hook, json: undefined, stderr: [] };
+  if (used >= max) {
+    return {
+      host,
+      hook,
+      json: undefined,
+      stderr: [
+        `${PREFIX}: Stop-hook budget exhausted (${used} of ${max} objections used in this ${
+          HOST_TITLES[host]
+        } session): the stop is accepted without calling _Stop`,
+      ],
+    };
+  }
+  if (budget?.kept !== true && event.stopHookActive) {
+    // Nowhere to count: one objection per stop, never one on top of a stop hook's continuation.
+    return {
+      host,
+      hook,
+      json: undefined,
+      stderr: [`${PREFIX}: no session id or state folder to keep the _Stop budget in: this stop is accepted`],
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Fires `event`'s hook point on the registry's servers through the agent's own
+ * {@link HookRunner}, combines the answers, spends the `_Stop` budget on an objection (and
+ * forgets it at `SessionEnd`), and answers in the host's words. Call {@link budgetRefusal}
+ * first. Throws only what the runner throws (the caller fails open).
+ */
+export async function fireEvent(o: FireOptions): Promise<BridgeResult> {
+  const { host, event, config, registry, budget } = o;
+  const hook = event.hook;
+  if (hook === undefined) return { host, json: undefined, stderr: [...o.notes] };
+  const effect = HOOK_POINTS[hook].effect;
+  const notes = [...o.notes];
+  const done = (answer: BridgeAnswer): BridgeResult => ({ host, hook, ...hostOutput(host, event.event, hook, answer) });
+  if (effect === "deny" && o.requiredDown.length > 0) {
+    const names = o.requiredDown.map((f) => f.server).join(", ");
+    const why = o.requiredDown.map((f) => f.message).join("; ");
+    return done({
+      permission: {
+        decision: "deny",
+        reason: noteText(hook, names, `the required guard did not answer, so the call was not run (${why})`),
+      },
+      notes,
+    });
+  }
+  const max = config.stopMaxRejections;
+  const used = budget?.used() ?? 0;
+  const session = event.source !== undefined || effect === "log";
+  const meta: HookMeta = {
+    round: session ? 0 : 1,
+    rejectionsUsed: used,
+    rejectionsLeft: Math.max(0, max - used),
+    cwd: event.cwd ?? o.cwd,
+    lastAssistantText: event.lastAssistantText,
+    afterObjection: effect === "objection" && event.stopHookActive,
+    prompt: session ? 0 : 1,
+  };
+  if (event.source !== undefined) meta.source = event.source;
+  if (event.toolCall !== undefined) meta.toolCall = event.toolCall;
+  if (event.toolResult !== undefined) meta.toolResult = event.toolResult;
+  const runner = new HookRunner({ registry, allow: o.allow ?? config.hookServers, timeoutMs: config.hookTimeoutMs });
+  const results = await runner.run(hook, meta, event.toolCall === undefined ? {} : { toolName: event.toolCall.name });
+  const answer = combineResults(hook, results, (server) => registry.isRequired(server));
+  answer.notes.unshift(...notes);
+  if (effect === "objection" && answer.block !== undefined && budget !== undefined) {
+    try {
+      budget.spend();
+    } catch (error) {
+      answer.notes.push(`Cannot keep the _Stop budget in ${JSON.stringify(budget.file)}: ${errorText(error)}`);
+      if (event.stopHookActive) delete answer.block;
+    }
+  }
+  if (effect === "log") {
+    budget?.forget();
+    o.forgetSubagentBudget?.();
+  }
+  return done(answer);
 }

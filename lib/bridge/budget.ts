@@ -26,8 +26,10 @@ export function bridgeStateDir(env: Record<string, string | undefined>): string 
 
 /** The `_Stop` objections one host session has used, read from and written to its file. */
 export interface StopBudget {
-  /** The file, or `undefined` when there is no folder for it (then nothing is kept). */
+  /** The file, or `undefined` when there is no folder for it (or the budget is kept in memory). */
   readonly file: string | undefined;
+  /** Whether {@link StopBudget.spend} records anything: false when there is nowhere to count. */
+  readonly kept: boolean;
   /** Objections used so far: 0 when the file is missing or unreadable. */
   used(): number;
   /** Records one more objection. Throws `Error` when the file cannot be written. */
@@ -37,17 +39,23 @@ export interface StopBudget {
 }
 
 /**
- * The budget of `host`'s session `sessionId` under `dir`. The file name is a hash of the host
- * and the id (an id is the host's, so it is never a path). Writes go through a temporary file
+ * The budget of `host`'s session `sessionId` under `dir`; `scope` `"subagent"` is the budget
+ * its subagents' stops share (`_SubagentStop`), apart from the session's own (`_Stop`, the
+ * default). The file name is a hash of the host, the id and the scope (an id is the host's, so
+ * it is never a path). Writes go through a temporary file
  * and a rename, so a concurrent reader never sees half a file.
  * @example
  * const budget = stopBudget(bridgeStateDir(process.env), "claude", "abc123");
  * if (budget.used() < 3) budget.spend();
  */
-export function stopBudget(dir: string | undefined, host: HostName, sessionId: string): StopBudget {
-  const file = dir === undefined
-    ? undefined
-    : join(dir, `${host}-${sha256Hex(`${host}\n${sessionId}`).slice(0, 32)}.json`);
+export function stopBudget(
+  dir: string | undefined,
+  host: HostName,
+  sessionId: string,
+  scope: "" | "subagent" = "",
+): StopBudget {
+  const key = scope === "" ? `${host}\n${sessionId}` : `${host}\n${sessionId}\n${scope}`;
+  const file = dir === undefined ? undefined : join(dir, `${host}-${sha256Hex(key).slice(0, 32)}.json`);
   const used = (): number => {
     if (file === undefined) return 0;
     try {
@@ -59,6 +67,7 @@ export function stopBudget(dir: string | undefined, host: HostName, sessionId: s
   };
   return {
     file,
+    kept: file !== undefined,
     used,
     spend() {
       if (file === undefined || dir === undefined) return;
@@ -71,5 +80,22 @@ export function stopBudget(dir: string | undefined, host: HostName, sessionId: s
     forget() {
       if (file !== undefined) rmSync(file, { force: true });
     },
+  };
+}
+
+/**
+ * A `_Stop` budget kept in memory, in `counts` under `key`: the proxy's, whose process lives
+ * as long as the host session (`cli.ts hook-proxy`). Never throws.
+ * @example
+ * const counts = new Map<string, number>();
+ * memoryBudget(counts, "session-1").spend(); // counts.get("session-1") === 1
+ */
+export function memoryBudget(counts: Map<string, number>, key: string): StopBudget {
+  return {
+    file: undefined,
+    kept: true,
+    used: () => counts.get(key) ?? 0,
+    spend: () => void counts.set(key, (counts.get(key) ?? 0) + 1),
+    forget: () => void counts.delete(key),
   };
 }

@@ -36,7 +36,7 @@ export const HOST_EVENTS: Readonly<Record<HostName, Readonly<Record<string, Hook
     PostToolUse: "_PostToolUse",
     PostToolUseFailure: "_PostToolUse",
     Stop: "_Stop",
-    SubagentStop: "_Stop",
+    SubagentStop: "_SubagentStop",
     PreCompact: "_PreCompact",
     SessionEnd: "_SessionEnd",
   },
@@ -46,7 +46,7 @@ export const HOST_EVENTS: Readonly<Record<HostName, Readonly<Record<string, Hook
     PreToolUse: "_PreToolUse",
     PostToolUse: "_PostToolUse",
     Stop: "_Stop",
-    SubagentStop: "_Stop",
+    SubagentStop: "_SubagentStop",
     PreCompact: "_PreCompact",
     SessionEnd: "_SessionEnd",
   },
@@ -66,7 +66,7 @@ export const HOST_EVENTS: Readonly<Record<HostName, Readonly<Record<string, Hook
     postToolUse: "_PostToolUse",
     postToolUseFailure: "_PostToolUse",
     agentStop: "_Stop",
-    subagentStop: "_Stop",
+    subagentStop: "_SubagentStop",
     preCompact: "_PreCompact",
     sessionEnd: "_SessionEnd",
     SessionStart: "_SessionStart",
@@ -75,7 +75,7 @@ export const HOST_EVENTS: Readonly<Record<HostName, Readonly<Record<string, Hook
     PostToolUse: "_PostToolUse",
     PostToolUseFailure: "_PostToolUse",
     Stop: "_Stop",
-    SubagentStop: "_Stop",
+    SubagentStop: "_SubagentStop",
     PreCompact: "_PreCompact",
     SessionEnd: "_SessionEnd",
   },
@@ -212,7 +212,7 @@ const cut = (text: string) => clampUtf8(text, MAX_HOOK_CONTEXT_TEXT_BYTES, TRUNC
  * no event of `host` it can read.
  * @example
  * readEvent("claude", { hook_event_name: "SubagentStop", session_id: "s1", cwd: "/p", stop_hook_active: false })
- * // { host: "claude", event: "SubagentStop", hook: "_Stop", sessionId: "s1", cwd: "/p", lastAssistantText: "", stopHookActive: false }
+ * // { host: "claude", event: "SubagentStop", hook: "_SubagentStop", sessionId: "s1", cwd: "/p", lastAssistantText: "", stopHookActive: false }
  */
 export function readEvent(host: HostName, payload: Record<string, unknown>, event?: string): BridgeEvent {
   const name = event ?? str(payload, "hook_event_name") ?? (host === "copilot" ? copilotEventOf(payload) : undefined);

@@ -50,3 +50,123 @@ export function hookSettings(host: HostName, command = "sprout-agent"):
   }
   return { hooks };
 }
+
+/**
+ * The payload fields each Claude Code event's `mcp_tool` hook passes to the proxy, as the
+ * `input` of the hook (`${field}` is Claude Code's substitution: an object becomes its JSON
+ * text, a missing field `""`): what `readEvent` reads of that event.
+ */
+const PROXY_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  Stop: ["stop_hook_active", "last_assistant_message"],
+  SubagentStop: ["stop_hook_active", "last_assistant_message"],
+  PreToolUse: ["tool_name", "tool_input", "tool_use_id"],
+  PostToolUse: ["tool_name", "tool_input", "tool_use_id", "tool_response"],
+  UserPromptSubmit: [],
+  PreCompact: [],
+  SessionEnd: [],
+};
+
+/**
+ * `hook-proxy --print-config settings`: Claude Code's settings (`.claude/settings.json`) that
+ * call the proxied server `server`'s hooks as `mcp_tool` hooks, each event's payload passed as
+ * the call's arguments. `SessionStart` is left out: Claude Code refuses `mcp_tool` hooks there
+ * (its servers are still connecting); use the command bridge for it.
+ * @example proxySettings("todo").hooks.Stop // [{ hooks: [{ type: "mcp_tool", server: "todo", tool: "_Stop", input: {…}, timeout: 60 }] }]
+ */
+export function proxySettings(server: string): { hooks: Record<string, unknown[]> } {
+  const hooks: Record<string, unknown[]> = {};
+  for (const [event, fields] of Object.entries(PROXY_FIELDS)) {
+    const input: Record<string, string> = {};
+    for (const field of ["hook_event_name", "session_id", "cwd", ...fields]) input[field] = `\${${field}}`;
+    const tool = HOST_EVENTS.claude[event]!;
+    hooks[event] = [{ hooks: [{ type: "mcp_tool", server, tool, input, timeout: HOOK_TIMEOUT_SECS }] }];
+  }
+  return { hooks };
+}
+
+/**
+ * `hook-proxy --print-config mcp`: the `.mcp.json` entry (Claude Code's MCP configuration)
+ * that starts the proxy as server `server`, with `args` after `hook-proxy`.
+ * @param command how Claude Code starts our CLI, split at spaces; default `sprout-agent`
+ * @example proxyMcpConfig("todo", ["--url", "http://127.0.0.1:8787/mcp"]).mcpServers.todo // { command: "sprout-agent", args: ["hook-proxy", "--url", "http://127.0.0.1:8787/mcp"] }
+ */
+export function proxyMcpConfig(
+  server: string,
+  args: readonly string[],
+  command = "sprout-agent",
+): { mcpServers: Record<string, { command: string; args: string[] }> } {
+  const [program, ...pre] = command.split(" ").filter((w) => w !== "");
+  return { mcpServers: { [server]: { command: program ?? "sprout-agent", args: [...pre, "hook-proxy", ...args] } } };
+}
+
+/** What a handler is, for finding it again: its kind and what it runs. */
+function handlerKey(handler: unknown): string | undefined {
+  if (typeof handler !== "object" || handler === null) return undefined;
+  const h = handler as Record<string, unknown>;
+  return JSON.stringify([h.type, h.command ?? h.bash ?? null, h.server ?? null, h.tool ?? null]);
+}
+
+/** Every handler key already under one event: in matcher groups (`{hooks: […]}`) and flat (Copilot CLI). */
+function keysOf(entries: readonly unknown[]): Set<string> {
+  const keys = new Set<string>();
+  for (const entry of entries) {
+    const inner = typeof entry === "object" && entry !== null && Array.isArray((entry as { hooks?: unknown }).hooks)
+      ? (entry as { hooks: unknown[] }).hooks
+      : [entry];
+    for (const h of inner) {
+      const key = handlerKey(h);
+      if (key !== undefined) keys.add(key);
+    }
+  }
+  return keys;
+}
+
+/**
+ * `--merge FILE`: `snippet` (printed settings or an `.mcp.json` entry) merged into `existing`,
+ * a settings file's JSON, keeping everything the user has: other keys, other hooks of the same
+ * events, other servers. A hook handler already there (same kind and command, or same server
+ * and tool) is not added again, so merging twice changes nothing; an `mcpServers` entry of
+ * the same name is replaced; any other key of the snippet (`version`) is set only when absent.
+ * Returns the merged JSON and how many entries were added or replaced.
+ * @throws {Error} when `existing`, or its `hooks`, `mcpServers` or one event's list, is not of the expected shape
+ * @example mergeSettings({ model: "x" }, hookSettings("claude")).merged.model // "x"
+ */
+export function mergeSettings(
+  existing: unknown,
+  snippet: Record<string, unknown>,
+): { merged: Record<string, unknown>; added: number } {
+  const isObject = (v: unknown): v is Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isObject(existing)) throw new Error("it is not a JSON object");
+  const merged: Record<string, unknown> = { ...existing };
+  let added = 0;
+  for (const [key, value] of Object.entries(snippet)) {
+    if (key === "hooks" && isObject(value)) {
+      const hooks = merged.hooks ?? {};
+      if (!isObject(hooks)) throw new Error(`its "hooks" is not an object`);
+      const out: Record<string, unknown> = { ...hooks };
+      for (const [event, entries] of Object.entries(value)) {
+        const list = out[event] ?? [];
+        if (!Array.isArray(list)) throw new Error(`its "hooks.${event}" is not a list`);
+        const have = keysOf(list);
+        const fresh = (entries as unknown[]).filter((e) => [...keysOf([e])].some((k) => !have.has(k)));
+        added += fresh.length;
+        out[event] = [...list, ...fresh];
+      }
+      merged.hooks = out;
+    } else if (key === "mcpServers" && isObject(value)) {
+      const servers = merged.mcpServers ?? {};
+      if (!isObject(servers)) throw new Error(`its "mcpServers" is not an object`);
+      const out: Record<string, unknown> = { ...servers };
+      for (const [name, entry] of Object.entries(value)) {
+        if (JSON.stringify(out[name]) !== JSON.stringify(entry)) added++;
+        out[name] = entry;
+      }
+      merged.mcpServers = out;
+    } else if (!(key in merged)) {
+      merged[key] = value;
+      added++;
+    }
+  }
+  return { merged, added };
+}

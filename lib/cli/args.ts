@@ -21,8 +21,14 @@ Usage:
   cli.ts hook-bridge [--host claude|codex|gemini|copilot] [--event NAME] [--mcp-config FILE]
                                                       a command hook for another agent: its event on stdin
                                                       through the hook servers, its answer on stdout (exits 0)
-  cli.ts hook-bridge --print-config claude|codex|gemini|copilot [--command CMD]
-                                                      print the host's settings that run the bridge
+  cli.ts hook-bridge --print-config claude|codex|gemini|copilot [--command CMD] [--merge FILE]
+                                                      print (or merge into FILE) the host's settings for the bridge
+  cli.ts hook-proxy [--server NAME] [--mcp-config FILE] [--name NAME] | --url URL | -- COMMAND ARGS…
+                                                      an MCP server for Claude Code's mcp_tool hooks in front of one
+                                                      hook server: its _ tools hidden, hook calls answered in
+                                                      Claude Code's hook JSON (exits 0 at the end of stdin, 1 on errors)
+  cli.ts hook-proxy --print-config mcp|settings [--name NAME] [--merge FILE]
+                                                      Claude Code's .mcp.json entry or settings hooks for the proxy
   cli.ts acp [--mcp-config FILE] [--allow|--ask|--deny GLOB]…
                                                       serve the Agent Client Protocol on stdin/stdout (the
                                                       file's servers join every session's; asks go to the client)
@@ -38,7 +44,7 @@ Options:
   --resume ID         go on with session ID (sprout-agent sessions lists them)
 
 Exit status: 0 done, 1 runtime failure, 2 usage or configuration error, 3 a required server could not
-start (hook-bridge exits 0 whatever fails: it fails open), 130/143 after SIGINT/SIGTERM, 141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
+start (hook-bridge exits 0 whatever fails: it fails open; hook-proxy never exits 2), 130/143 after SIGINT/SIGTERM, 141 when the reader of stdout has gone. Every exit waits for stdout to take what was written
 (giving up once it has taken nothing for 5 s).
 
 Environment (default in brackets):

@@ -11,8 +11,8 @@ import process from "node:process";
 import { runBridge } from "../bridge/bridge.ts";
 import { bridgeStateDir } from "../bridge/budget.ts";
 import { type HostName, HOSTS } from "../bridge/hosts.ts";
-import { CONFIG_FILES, hookSettings } from "../bridge/snippets.ts";
-import { readText } from "./files.ts";
+import { CONFIG_FILES, hookSettings, mergeSettings } from "../bridge/snippets.ts";
+import { nodeFs, readText } from "./files.ts";
 import { stderr, stdout } from "./io.ts";
 import { loadServers } from "./servers.ts";
 
@@ -23,10 +23,11 @@ interface BridgeArgs {
   mcpConfig?: string;
   printConfig?: HostName;
   command?: string;
+  merge?: string;
 }
 
 /** The flags of `hook-bridge`, each with a value. */
-const FLAGS = ["--host", "--event", "--mcp-config", "--print-config", "--command"];
+const FLAGS = ["--host", "--event", "--mcp-config", "--print-config", "--command", "--merge"];
 
 /** Parses the flags; returns a message for people instead of throwing (a throw would exit 2). */
 function parseBridgeArgs(args: readonly string[]): BridgeArgs | string {
@@ -51,11 +52,70 @@ function parseBridgeArgs(args: readonly string[]): BridgeArgs | string {
     } else if (flag === "--event") out.event = value;
     else if (flag === "--mcp-config") out.mcpConfig = value;
     else if (flag === "--command") out.command = value;
-    else {return `Unknown flag ${
-        JSON.stringify(arg)
-      }: hook-bridge takes --host, --event, --mcp-config, --print-config, --command`;}
+    else out.merge = value;
   }
+  if (out.merge !== undefined && out.printConfig === undefined) return "--merge FILE needs --print-config HOST";
   return out;
+}
+
+/**
+ * `--merge FILE`: merges `snippet` into the settings file `file` (created, with its folder,
+ * when missing) through a temporary file and a rename, so the user's content is never lost
+ * half-written. Returns the exit status: 0, or 1 with a message when the file is not JSON (or
+ * not a settings object) or cannot be written; the file is then left as it was.
+ */
+export function mergeInto(file: string, snippet: Record<string, unknown>, command: string): number {
+  const fs = nodeFs();
+  let existing: unknown = {};
+  let mode = 0o644;
+  try {
+    const text = fs.readFileSync(file, "utf8");
+    mode = fs.statSync(file).mode & 0o777;
+    try {
+      existing = text.trim() === "" ? {} : JSON.parse(text);
+    } catch (error) {
+      stderr().write(
+        `sprout-agent ${command}: Cannot merge into ${JSON.stringify(file)}: it is not JSON (${
+          (error as Error).message
+        }); the file is left as it was\n`,
+      );
+      return 1;
+    }
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== "ENOENT") {
+      stderr().write(`sprout-agent ${command}: Cannot read ${JSON.stringify(file)}: ${(error as Error).message}\n`);
+      return 1;
+    }
+  }
+  let merged: Record<string, unknown>;
+  let added: number;
+  try {
+    ({ merged, added } = mergeSettings(existing, snippet));
+  } catch (error) {
+    stderr().write(
+      `sprout-agent ${command}: Cannot merge into ${JSON.stringify(file)}: ${
+        (error as Error).message
+      }; the file is left as it was\n`,
+    );
+    return 1;
+  }
+  if (added === 0) {
+    stderr().write(`sprout-agent ${command}: ${file} already has these settings: nothing changed\n`);
+    return 0;
+  }
+  const tmp = `${file}.${process.pid}.tmp`;
+  try {
+    const dir = file.includes("/") ? file.slice(0, file.lastIndexOf("/")) : "";
+    if (dir !== "") fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(tmp, `${JSON.stringify(merged, null, 2)}\n`, { mode });
+    fs.renameSync(tmp, file);
+  } catch (error) {
+    fs.rmSync(tmp, { force: true });
+    stderr().write(`sprout-agent ${command}: Cannot write ${JSON.stringify(file)}: ${(error as Error).message}\n`);
+    return 1;
+  }
+  stderr().write(`sprout-agent ${command}: merged ${added} entr${added === 1 ? "y" : "ies"} into ${file}\n`);
+  return 0;
 }
 
 async function readStdin(): Promise<string> {
@@ -74,13 +134,18 @@ export async function hookBridge(args: string[]): Promise<number> {
   }
   if (parsed.printConfig !== undefined) {
     const settings = hookSettings(parsed.printConfig, parsed.command);
+    if (parsed.merge !== undefined) return mergeInto(parsed.merge, settings, "hook-bridge");
     stderr().write(`# Merge into ${CONFIG_FILES[parsed.printConfig]}\n`);
     stdout().write(`${JSON.stringify(settings, null, 2)}\n`);
     return 0;
   }
   try {
     const input = await readStdin();
+    // Under Node, node:http instead of fetch: loading undici costs each event ~90 ms (docs/PERFORMANCE.md).
+    const node = !("Bun" in globalThis) && !("Deno" in globalThis);
+    const fetch = node ? (await import("../bridge/node-fetch.ts")).nodeHttpFetch as typeof globalThis.fetch : undefined;
     const result = await runBridge({
+      ...(fetch === undefined ? {} : { fetch }),
       ...(parsed.host === undefined ? {} : { host: parsed.host }),
       ...(parsed.event === undefined ? {} : { event: parsed.event }),
       input,

@@ -1,5 +1,5 @@
 /**
- * The CLI's dispatch: `--help`, `--version`, then one command module (`run`, `hooks`, `hook-bridge`, `acp`);
+ * The CLI's dispatch: `--help`, `--version`, then one command module (`run`, `hooks`, `hook-bridge`, `hook-proxy`, `acp`);
  * every error becomes one line on stderr and an exit status (2 for usage and configuration,
  * 1 for the rest), every exit waits for output to flush (lib/cli/io.ts).
  * @module
@@ -13,7 +13,7 @@ import { exit, printed, stderr, stdout } from "./io.ts";
 import { closest } from "./suggest.ts";
 
 /** The commands, and the words that stand for `--help` and `--version`, for "did you mean". */
-const COMMANDS = ["run", "sessions", "hooks", "hook-bridge", "acp", "help", "--help", "--version"];
+const COMMANDS = ["run", "sessions", "hooks", "hook-bridge", "hook-proxy", "acp", "help", "--help", "--version"];
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -40,8 +40,11 @@ async function main(argv: string[]): Promise<number> {
   if (command === "hooks") return await (await import("./hooks.ts")).hooks(rest);
   if (command === "acp") return await (await import("./acp.ts")).acp(rest);
   if (command === "hook-bridge") return await (await import("./hook-bridge.ts")).hookBridge(rest);
+  if (command === "hook-proxy") return await (await import("./hook-proxy.ts")).hookProxy(rest);
   const near = closest(command, COMMANDS);
-  const hint = near === undefined ? "use run, sessions, hooks, hook-bridge or acp" : `did you mean ${near}?`;
+  const hint = near === undefined
+    ? "use run, sessions, hooks, hook-bridge, hook-proxy or acp"
+    : `did you mean ${near}?`;
   throw new AgentError("usage", `Unknown command ${JSON.stringify(command)}: ${hint} (see --help)`);
 }
 

@@ -77,6 +77,12 @@ export interface HookPoint {
    * own for such a point's `hook` events.
    */
   readonly reportedBy?: "compaction";
+  /**
+   * Whose turn the point ends, for an `"objection"` point: `"subagent"` when it fires for a
+   * subagent's turn (its objections spend the child's own budget, SPEC 13.4); absent: the
+   * session's own agent.
+   */
+  readonly agent?: "subagent";
 }
 
 /**
@@ -168,6 +174,7 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
     input:
       "`round`: the child's round that ended the turn; `rejectionsUsed`/`rejectionsLeft`: the child's own budget; `subagent`: its name and task.",
     effect: "objection",
+    agent: "subagent",
     where: "AgentSession#stopGate (lib/agent/loop.ts) of the child session, in place of _Stop",
   },
 };

@@ -12,6 +12,7 @@ import { BodyLimitError, MAX_BODY_BYTES, MAX_ERROR_BODY_BYTES, readBody } from "
 import { readSse } from "../http/sse.ts";
 import { headerSecrets, redact } from "../util/redact.ts";
 import { sleep } from "../util/time.ts";
+import { headerProblem } from "./config.ts";
 import { JsonRpcError } from "./jsonrpc.ts";
 import type { JsonRpcMessage, SendContext } from "./jsonrpc.ts";
 import type { HttpServerConfig } from "./types.ts";
@@ -122,9 +123,9 @@ export class HttpTransport {
     let retryMs = 1000;
     for (let idle = 0; idle < 3 && !signal.aborted; idle++) {
       const headers = this.#headers();
-      headers.set("accept", "text/event-stream");
-      if (this.#sessionId !== undefined) headers.set("mcp-session-id", this.#sessionId);
-      if (lastEventId !== "") headers.set("last-event-id", lastEventId);
+      headers["accept"] = "text/event-stream";
+      if (this.#sessionId !== undefined) headers["mcp-session-id"] = this.#sessionId;
+      if (lastEventId !== "") headers["last-event-id"] = lastEventId;
       let response: Response | undefined;
       try {
         response = await this.#options.fetch(this.#config.url, { method: "GET", headers, signal });
@@ -165,7 +166,7 @@ export class HttpTransport {
     if (sessionId === undefined) return;
     this.#sessionId = undefined;
     const headers = this.#headers();
-    headers.set("mcp-session-id", sessionId);
+    headers["mcp-session-id"] = sessionId;
     try {
       const response = await this.#options.fetch(this.#config.url, {
         method: "DELETE",
@@ -178,19 +179,26 @@ export class HttpTransport {
     }
   }
 
-  #headers(): Headers {
-    let headers: Headers;
-    try {
-      headers = new Headers(this.#config.headers);
-    } catch (error) {
-      throw new AgentError(
-        "mcp",
-        `Cannot send to server "${this.#options.name}": invalid headers in its configuration: ${
-          redact((error as Error).message, this.#secrets)
-        }`,
-      );
+  /**
+   * The request's headers, lower-cased names, as a plain object: a `Headers` would load Node's
+   * fetch implementation (undici, ~90 ms of a Node process's wall time, issue 24) even where the
+   * caller brings a `fetch` of its own (`cli.ts hook-bridge` under Node).
+   */
+  #headers(): Record<string, string> {
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(this.#config.headers)) {
+      const problem = headerProblem(name, value);
+      if (problem !== undefined) {
+        throw new AgentError(
+          "mcp",
+          `Cannot send to server "${this.#options.name}": invalid headers in its configuration: header ${
+            JSON.stringify(redact(name, this.#secrets))
+          } ${problem}`,
+        );
+      }
+      headers[name.toLowerCase()] = value;
     }
-    if (this.legacyVersion !== undefined) headers.set("mcp-protocol-version", this.legacyVersion);
+    if (this.legacyVersion !== undefined) headers["mcp-protocol-version"] = this.legacyVersion;
     return headers;
   }
 
@@ -198,24 +206,24 @@ export class HttpTransport {
   async #post(message: JsonRpcMessage, context: SendContext, isRetry: boolean): Promise<boolean> {
     const isInitialize = message.method === "initialize";
     const headers = this.#headers();
-    headers.set("content-type", "application/json");
-    headers.set("accept", "application/json, text/event-stream");
+    headers["content-type"] = "application/json";
+    headers["accept"] = "application/json, text/event-stream";
     const params = message.params as { _meta?: Record<string, unknown>; name?: unknown } | undefined;
     const modernVersion = params?._meta?.[PROTOCOL_VERSION_META_KEY];
     if (typeof modernVersion === "string" && message.method !== undefined && message.id !== undefined) {
-      headers.set("mcp-protocol-version", modernVersion);
-      headers.set("mcp-method", message.method);
+      headers["mcp-protocol-version"] = modernVersion;
+      headers["mcp-method"] = message.method;
       if (message.method === "tools/call" && typeof params?.name === "string") {
-        headers.set("mcp-name", encodeHeaderValue(params.name));
+        headers["mcp-name"] = encodeHeaderValue(params.name);
       }
       // The tasks extension routes a task's requests by its id (SPEC 10, lib/mcp/tasks.ts).
       const taskId = (params as { taskId?: unknown } | undefined)?.taskId;
       if (message.method.startsWith("tasks/") && typeof taskId === "string") {
-        headers.set("mcp-name", encodeHeaderValue(taskId));
+        headers["mcp-name"] = encodeHeaderValue(taskId);
       }
     }
     const sessionId = this.#sessionId;
-    if (sessionId !== undefined && !isInitialize) headers.set("mcp-session-id", sessionId);
+    if (sessionId !== undefined && !isInitialize) headers["mcp-session-id"] = sessionId;
     const signal = AbortSignal.any([context.signal, this.#all.signal]);
     let response: Response;
     try {
@@ -354,9 +362,9 @@ export class HttpTransport {
     signal: AbortSignal,
   ): Promise<ReadableStream<Uint8Array> | undefined> {
     const headers = this.#headers();
-    headers.set("accept", "text/event-stream");
-    headers.set("last-event-id", lastEventId);
-    if (this.#sessionId !== undefined) headers.set("mcp-session-id", this.#sessionId);
+    headers["accept"] = "text/event-stream";
+    headers["last-event-id"] = lastEventId;
+    if (this.#sessionId !== undefined) headers["mcp-session-id"] = this.#sessionId;
     let response: Response;
     try {
       response = await this.#options.fetch(this.#config.url, { method: "GET", headers, signal });

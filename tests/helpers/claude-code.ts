@@ -1,0 +1,178 @@
+/**
+ * The real Claude Code CLI for end-to-end tests, installed on demand (its native binary is
+ * 245 MB, so it is no dev dependency every `npm ci` pays for): `npm install --prefix CACHE
+ * @anthropic-ai/claude-code@VERSION` once into `$XDG_CACHE_HOME/sprout-agent-tests/` (else
+ * `~/.cache/…`), reused afterwards. And a fake Anthropic API for it, run offline through
+ * `ANTHROPIC_BASE_URL`: it answers Claude Code's `HEAD` probe, records each
+ * `POST /v1/messages?beta=true` (one streaming request per model turn) and streams the
+ * scripted answer in the API's SSE bytes (lib/testing/wire.ts). Claude Code puts a
+ * `role: "system"` message inside `messages`, which the strict fake of lib/testing refuses, so
+ * this fake does not validate.
+ * @module
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { createServer } from "node:http";
+import type { Socket } from "node:net";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { anthropicEvents, type FakeReply } from "../../lib/testing/wire.ts";
+
+/** The Claude Code version the tests pin (npm `@anthropic-ai/claude-code`). */
+export const CLAUDE_CODE_VERSION = "2.1.332";
+
+/** The cache folder of the pinned version. */
+export function claudeCodeDir(env: Record<string, string | undefined> = process.env): string {
+  const cache = env.XDG_CACHE_HOME?.startsWith("/") ? env.XDG_CACHE_HOME : join(homedir(), ".cache");
+  return join(cache, "sprout-agent-tests", `claude-code-${CLAUDE_CODE_VERSION}`);
+}
+
+/**
+ * The `claude` binary of the pinned version, installed into the cache when missing (up to
+ * 5 minutes), or why it cannot be had (no network, no npm): the tests skip saying so.
+ */
+export function installClaudeCode(): { bin: string } | { reason: string } {
+  const dir = claudeCodeDir();
+  const bin = join(dir, "node_modules", ".bin", "claude");
+  const works = () =>
+    existsSync(bin) && spawnSync(bin, ["--version"], { encoding: "utf8", timeout: 30_000 }).stdout?.includes(
+      CLAUDE_CODE_VERSION,
+    );
+  if (works()) return { bin };
+  mkdirSync(dir, { recursive: true });
+  const npm = spawnSync(
+    "npm",
+    ["install", "--prefix", dir, "--no-audit", "--no-fund", `@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}`],
+    { encoding: "utf8", timeout: 300_000, env: { ...process.env, npm_config_offline: "false" } },
+  );
+  if (works()) return { bin };
+  const why = npm.error?.message ?? (npm.stderr || npm.stdout || `exit ${npm.status}`).trim().split("\n").slice(-3)
+    .join(" ");
+  return { reason: `cannot install @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} into ${dir}: ${why}` };
+}
+
+/** One `POST /v1/messages` Claude Code sent. */
+export interface ClaudeRequest {
+  /** The parsed body: `model`, `system`, `messages`, `tools`… */
+  body: Record<string, unknown>;
+  /** The body as sent, for searching it whole. */
+  raw: string;
+}
+
+/** A running fake Anthropic API. */
+export interface FakeAnthropic {
+  /** For `ANTHROPIC_BASE_URL`. */
+  url: string;
+  /** Every `POST /v1/messages`, in order. */
+  requests: ClaudeRequest[];
+  close(): Promise<void>;
+}
+
+/** Starts the fake: `respond(request, index)` is the answer to the index-th model turn. */
+export async function startFakeAnthropic(
+  respond: (request: ClaudeRequest, index: number) => FakeReply,
+): Promise<FakeAnthropic> {
+  const requests: ClaudeRequest[] = [];
+  const sockets = new Set<Socket>();
+  const server = createServer((req, res) => {
+    let raw = "";
+    req.on("data", (d) => (raw += d));
+    req.on("end", () => {
+      const path = (req.url ?? "/").split("?")[0]!;
+      if (req.method !== "POST" || !path.endsWith("/v1/messages")) {
+        res.writeHead(req.method === "HEAD" ? 200 : 404, { "content-type": "application/json" });
+        res.end(req.method === "HEAD" ? undefined : "{}");
+        return;
+      }
+      const body = JSON.parse(raw) as Record<string, unknown>;
+      const request = { body, raw };
+      const index = requests.push(request) - 1;
+      const turn = respond(request, index);
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      for (const piece of anthropicEvents(turn, body, index + 1)) {
+        if ("pause" in piece) continue;
+        res.write(`event: ${piece.event}\ndata: ${JSON.stringify(piece.data)}\n\n`);
+      }
+      res.end();
+    });
+  });
+  server.on("connection", (s: Socket) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * What a request added after the model's last turn: the roles and the text (text blocks and
+ * tool results joined) of the messages after the last assistant message. Claude Code 2.1
+ * sends a stop hook's block as a `user` message `<system-reminder>…Stop hook feedback:\n
+ * REASON…`, then a `system` one (`Stop hook blocking error from command: …`).
+ */
+export function sinceLastTurn(request: ClaudeRequest): { roles: string[]; text: string } {
+  const messages = request.body.messages as Array<{ role: string; content: unknown }>;
+  const from = messages.map((m) => m.role).lastIndexOf("assistant") + 1;
+  const added = messages.slice(from);
+  return { roles: added.map((m) => m.role), text: added.map((m) => contentText(m.content)).join("\n") };
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.map((b: Record<string, unknown>) =>
+    typeof b.text === "string" ? b.text : b.type === "tool_result" ? contentText(b.content) : ""
+  ).join("\n");
+}
+
+/**
+ * Runs `claude -p PROMPT` in `cwd` (whose `.mcp.json` and `.claude/settings.json` the test
+ * wrote) against `api`, offline, with a HOME of its own; resolves when it exits (killed after
+ * 120 s).
+ */
+export function runClaude(
+  bin: string,
+  options: { cwd: string; home: string; api: string; prompt: string; args?: string[]; env?: Record<string, string> },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) {
+      if (v !== undefined && !/^(ANTHROPIC_|CLAUDE|SPROUT_AGENT_|MCP_HOOK_SERVERS)/.test(k)) env[k] = v;
+    }
+    const child = spawn(bin, ["-p", options.prompt, "--output-format", "json", ...(options.args ?? [])], {
+      cwd: options.cwd,
+      env: {
+        ...env,
+        HOME: options.home,
+        ANTHROPIC_BASE_URL: options.api,
+        ANTHROPIC_API_KEY: "sk-ant-fake",
+        // In -p mode the first request would otherwise go out before a stdio server has started.
+        MCP_CONNECTION_NONBLOCKING: "0",
+        DISABLE_AUTOUPDATER: "1",
+        DISABLE_TELEMETRY: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        ...options.env,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
