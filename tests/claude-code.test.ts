@@ -1,0 +1,139 @@
+/**
+ * The real Claude Code CLI (npm `@anthropic-ai/claude-code`, pinned in tests/helpers/claude-code.ts,
+ * installed on demand into a cache folder) against our hook servers, offline, with a fake
+ * Anthropic server (issue 24): `cli.ts hook-bridge` as its command hook, installed with the
+ * settings `hook-bridge --print-config claude` prints. A todo-enforcer objection makes Claude Code
+ * continue its turn; a tool-guard `_PreToolUse` deny blocks its tool.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { hookSettings } from "../lib/bridge/snippets.ts";
+import { type ClaudeFake, installClaudeCode, runClaude, startClaudeFake } from "./helpers/claude-code.ts";
+import { httpClient, type StartedServer, startServer } from "./helpers/hook-servers.ts";
+import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
+
+const claude = installClaudeCode();
+const skip = "skip" in claude ? claude.skip : false;
+
+type Message = { role: string; content: unknown };
+/** The messages of a recorded request. */
+const messagesOf = (body: Record<string, unknown>) => (body["messages"] ?? []) as Message[];
+/** The text of a message's content (a string, or its text and tool_result blocks). */
+function textOf(message: Message | undefined): string {
+  if (message === undefined) return "";
+  if (typeof message.content === "string") return message.content;
+  return (message.content as Array<Record<string, unknown>>).map((b) =>
+    typeof b["text"] === "string"
+      ? b["text"]
+      : b["type"] === "tool_result"
+      ? textOf({ role: "user", content: b["content"] ?? "" })
+      : ""
+  ).join("\n");
+}
+
+/** A project folder with Claude Code's settings running `cli.ts hook-bridge` (as printed) and a `.mcp.json` for the bridge. */
+function project(root: string, name: string, servers: Record<string, unknown>): string {
+  const dir = join(root, name);
+  mkdirSync(join(dir, ".claude"), { recursive: true });
+  const command = tsCommand(join(repoRoot, "cli.ts")).join(" ");
+  writeFileSync(join(dir, ".claude", "settings.json"), JSON.stringify(hookSettings("claude", command), null, 2));
+  writeFileSync(join(dir, ".mcp.json"), JSON.stringify({ mcpServers: servers }));
+  return dir;
+}
+
+describe("Claude Code with cli.ts hook-bridge as its command hook", { skip }, () => {
+  let root: string;
+  let home: string;
+  let todo: StartedServer;
+  let fake: ClaudeFake | undefined;
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "sprout-claude-code-"));
+    home = join(root, "home");
+    mkdirSync(home);
+    todo = await startServer(
+      join(repoRoot, "servers/todo-enforcer/main.ts"),
+      ["--port", "0", "--store", "memory"],
+      runtime(),
+    );
+  });
+  after(async () => {
+    await fake?.close();
+    await todo.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+  const bin = "bin" in claude ? claude.bin : "";
+  // Claude Code reads no project .mcp.json here: the hook servers are the bridge's, not its own.
+  const noServers = ["--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}'];
+
+  test("a todo-enforcer objection makes Claude Code continue its turn; an empty _Stop lets it end", async () => {
+    const session = "3f2b8c1e-9a4d-4e6f-8b7a-1c2d3e4f5a6b";
+    const client = await httpClient(todo.url);
+    const write = (done: boolean) =>
+      client.callTool({
+        name: "todo",
+        arguments: { todos: [{ id: 1, title: "Write the docs", done }] },
+        _meta: { "sprout-agent/session": session },
+      });
+    await write(false);
+    fake = await startClaudeFake(async (_request, index) => {
+      if (index === 0) return { text: "I am done." };
+      await write(true); // the continued turn finishes the item
+      return { text: "The docs are written." };
+    });
+    const cwd = project(root, "todo", { todo: { type: "http", url: todo.url } });
+    const run = await runClaude({
+      bin,
+      fake,
+      cwd,
+      home,
+      prompt: "Write the docs",
+      args: [...noServers, "--session-id", session],
+      env: { MCP_HOOK_SERVERS: "todo", XDG_STATE_HOME: join(root, "state") },
+    });
+    await client.close();
+    assert.equal(run.code, 0, run.stderr);
+    const turns = fake.turns();
+    assert.equal(turns.length, 2, JSON.stringify(fake.requests.map((r) => [r.method, r.url, r.rejected])));
+    const last = messagesOf(turns[1]!.body).filter((m) => m.role !== "system").at(-1);
+    assert.equal(last?.role, "user");
+    // Claude Code 2.1 wraps the feedback in a <system-reminder> saying it comes from a hook.
+    const feedback = textOf(last).match(/(?:^|\n)Stop hook feedback:\n(\{.*\})(?:\n|$)/)?.[1];
+    assert.ok(feedback !== undefined, textOf(last));
+    const objection = JSON.parse(feedback) as { hook: string; server: string; text: string };
+    assert.deepEqual([objection.hook, objection.server], ["_Stop", "todo"]);
+    assert.match(objection.text, /^You have open todo items\. Keep working\.\n\n\[ \] 1\. Write the docs/);
+    assert.match(run.stdout, /The docs are written\./);
+  });
+
+  test("a tool-guard _PreToolUse deny blocks Claude Code's Write outside the folder", async () => {
+    const outside = join(root, "outside.txt");
+    const [command, ...args] = tsCommand(join(repoRoot, "servers/tool-guard/stdio.ts"));
+    const cwd = project(root, "guard", {
+      guard: { command, args: [...args, "--write-tools", "claude__Write", "--path-args", "file_path"] },
+    });
+    await fake?.close();
+    fake = await startClaudeFake((_request, index) =>
+      index === 0
+        ? { toolCalls: [{ name: "Write", arguments: { file_path: outside, content: "escaped" } }] }
+        : { text: "The write was denied." }
+    );
+    const run = await runClaude({
+      bin,
+      fake,
+      cwd,
+      home,
+      prompt: "Write outside.txt",
+      args: [...noServers, "--allowedTools", "Write"],
+      env: { MCP_HOOK_SERVERS: "guard", XDG_STATE_HOME: join(root, "state") },
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(existsSync(outside), false, "the denied Write ran");
+    const turns = fake.turns();
+    assert.equal(turns.length, 2, JSON.stringify(fake.requests.map((r) => [r.method, r.url, r.rejected])));
+    const result = textOf(messagesOf(turns[1]!.body).filter((m) => m.role !== "system").at(-1));
+    assert.match(result, /Denied by tool-guard \(rule write-outside-cwd\)/);
+  });
+});
