@@ -8,10 +8,12 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hookSettings } from "../lib/bridge/snippets.ts";
 import { type ClaudeFake, installClaudeCode, runClaude, startClaudeFake } from "./helpers/claude-code.ts";
+import { fixtureCommand } from "./helpers/session.ts";
 import { httpClient, type StartedServer, startServer } from "./helpers/hook-servers.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
@@ -135,5 +137,67 @@ describe("Claude Code with cli.ts hook-bridge as its command hook", { skip }, ()
     assert.equal(turns.length, 2, JSON.stringify(fake.requests.map((r) => [r.method, r.url, r.rejected])));
     const result = textOf(messagesOf(turns[1]!.body).filter((m) => m.role !== "system").at(-1));
     assert.match(result, /Denied by tool-guard \(rule write-outside-cwd\)/);
+  });
+
+  test("SessionStart and UserPromptSubmit text reach its model; the _Stop budget ends its loop after N objections", async () => {
+    const { command, args } = fixtureCommand();
+    const cwd = project(root, "nag", {
+      nag: {
+        command,
+        args,
+        env: {
+          FIXTURE_STOP: "Not yet.",
+          FIXTURE_START_HOOK: "Session context from the hook.",
+          FIXTURE_PROMPT_HOOK: "Prompt context from the hook.",
+          FIXTURE_NO_TOOLS: "1",
+        },
+      },
+    });
+    await fake?.close();
+    fake = await startClaudeFake((_request, index) => ({ text: `Stopping, take ${index + 1}.` }));
+    const run = await runClaude({
+      bin,
+      fake,
+      cwd,
+      home,
+      prompt: "Do the work",
+      args: noServers,
+      env: { MCP_HOOK_SERVERS: "nag", SPROUT_AGENT_STOP_MAX_REJECTIONS: "2", XDG_STATE_HOME: join(root, "state") },
+    });
+    assert.equal(run.code, 0, run.stderr);
+    const turns = fake.turns();
+    // Two objections, then the budget lets the third stop through (Claude Code's own cap is 8).
+    assert.equal(turns.length, 3, JSON.stringify(fake.requests.map((r) => [r.method, r.url, r.rejected])));
+    const first = messagesOf(turns[0]!.body).map(textOf).join("\n");
+    for (const [hook, text] of [["_SessionStart", "Session context"], ["_UserPromptSubmit", "Prompt context"]]) {
+      assert.ok(first.includes(JSON.stringify({ hook, server: "nag", text: `${text} from the hook.` })), first);
+    }
+    for (const turn of turns.slice(1)) {
+      const last = textOf(messagesOf(turn.body).filter((m) => m.role !== "system").at(-1));
+      assert.match(last, /(?:^|\n)Stop hook feedback:\n\{"hook":"_Stop","server":"nag","text":"Not yet\."\}/);
+    }
+    assert.match(run.stdout, /Stopping, take 3\./);
+  });
+
+  test("a bridge that cannot reach its hook server fails open: Claude Code ends its turn, nothing blocked", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const cwd = project(root, "down", { down: { type: "http", url: `http://127.0.0.1:${port}/mcp` } });
+    await fake?.close();
+    fake = await startClaudeFake(() => ({ text: "Finished." }));
+    const run = await runClaude({
+      bin,
+      fake,
+      cwd,
+      home,
+      prompt: "Finish",
+      args: noServers,
+      env: { MCP_HOOK_SERVERS: "down", XDG_STATE_HOME: join(root, "state") },
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(fake.turns().length, 1);
+    assert.match(run.stdout, /Finished\./);
   });
 });

@@ -6,11 +6,11 @@
  */
 import { Buffer } from "node:buffer";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import process from "node:process";
 import { validateAnthropicRequest } from "../../lib/testing/validate.ts";
 import { anthropicEvents, type FakeReply } from "../../lib/testing/wire.ts";
@@ -29,8 +29,9 @@ export function claudeCodeDir(): string {
 
 /**
  * The path of the `claude` binary, installing the pinned release first when it is not in the
- * cache (`npm install --prefix` into a temporary folder, then renamed into place, so runners
- * installing at the same time never see a half-installed one). Returns `{ skip }` with why
+ * cache (`npm install --prefix` into a temporary folder, then renamed into place, so no
+ * runner ever sees a half-installed one; runners starting together wait for the one that
+ * installs). Returns `{ skip }` with why
  * when the install fails (no network, no npm): the tests that need it then skip, saying so.
  * Synchronous, so a `describe`'s `skip` can use it; an install takes a minute or two.
  */
@@ -38,6 +39,56 @@ export function installClaudeCode(): { bin: string } | { skip: string } {
   const dir = claudeCodeDir();
   const bin = join(dir, "node_modules", ".bin", "claude");
   if (existsSync(bin)) return { bin };
+  // The three runners start at once: one installs, the others wait for it (a lock folder; one
+  // left by a killed run is taken over after 15 minutes).
+  const lock = `${dir}.lock`;
+  mkdirSync(dirname(dir), { recursive: true });
+  const start = Date.now();
+  for (const deadline = start + 900_000;;) {
+    const failed = failureSince(dir, start);
+    if (failed !== undefined) return { skip: failed };
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      if (existsSync(bin)) return { bin };
+      if (Date.now() > deadline || Date.now() - lockTime(lock) > 900_000) {
+        rmSync(lock, { recursive: true, force: true });
+        continue;
+      }
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
+  try {
+    const failed = failureSince(dir, start);
+    if (failed !== undefined) return { skip: failed };
+    return existsSync(bin) ? { bin } : install(dir, bin);
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** Why the install failed, when it did at or after `since` (ms; `DIR.failed`, written by {@link install}). */
+function failureSince(dir: string, since: number): string | undefined {
+  try {
+    if (statSync(`${dir}.failed`).mtimeMs < since - 1000) return undefined;
+    return readFileSync(`${dir}.failed`, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** When the lock folder was made (ms since the epoch; 0 when it is gone). */
+function lockTime(lock: string): number {
+  try {
+    return statSync(lock).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+/** `npm install --prefix` into a temporary folder, renamed to `dir` when it worked. */
+function install(dir: string, bin: string): { bin: string } | { skip: string } {
   const tmp = `${dir}.${process.pid}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
@@ -48,18 +99,19 @@ export function installClaudeCode(): { bin: string } | { skip: string } {
     "--no-audit",
     "--no-fund",
     "--loglevel=error",
+    "--fetch-retries=1",
     `@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}`,
   ], { encoding: "utf8", timeout: 600_000, stdio: ["ignore", "pipe", "pipe"] });
   if (npm.status !== 0 || !existsSync(join(tmp, "node_modules", ".bin", "claude"))) {
     rmSync(tmp, { recursive: true, force: true });
-    const why = npm.error?.message ?? (npm.stderr.trim().split("\n").slice(-3).join(" ") || `exit ${npm.status}`);
-    return { skip: `could not install @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} into ${dir}: ${why}` };
+    const why = npm.error?.message ?? (npm.stderr.trim().split("\n").slice(0, 3).join("; ") || `exit ${npm.status}`);
+    const skip = `could not install @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} into ${dir}: ${why}`;
+    writeFileSync(`${dir}.failed`, skip); // the runners waiting for this install skip at once
+    return { skip };
   }
-  try {
-    renameSync(tmp, dir);
-  } catch {
-    rmSync(tmp, { recursive: true, force: true }); // another runner installed it first
-  }
+  rmSync(`${dir}.failed`, { force: true });
+  rmSync(dir, { recursive: true, force: true }); // a broken earlier install, without its binary
+  renameSync(tmp, dir);
   return existsSync(bin) ? { bin } : { skip: `${bin} is missing after the install` };
 }
 
