@@ -70,7 +70,7 @@ describe("Claude Code with cli.ts hook-bridge as its command hook", { skip }, ()
   // Claude Code reads no project .mcp.json here: the hook servers are the bridge's, not its own.
   const noServers = ["--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}'];
 
-  test("a todo-enforcer objection makes Claude Code continue its turn; an empty _Stop lets it end", async () => {
+  test("C39 a todo-enforcer objection makes Claude Code continue its turn; an empty _Stop lets it end", async () => {
     const session = "3f2b8c1e-9a4d-4e6f-8b7a-1c2d3e4f5a6b";
     const client = await httpClient(todo.url);
     const write = (done: boolean) =>
@@ -168,9 +168,17 @@ describe("Claude Code with cli.ts hook-bridge as its command hook", { skip }, ()
     const turns = fake.turns();
     // Two objections, then the budget lets the third stop through (Claude Code's own cap is 8).
     assert.equal(turns.length, 3, JSON.stringify(fake.requests.map((r) => [r.method, r.url, r.rejected])));
-    const first = messagesOf(turns[0]!.body).map(textOf).join("\n");
-    for (const [hook, text] of [["_SessionStart", "Session context"], ["_UserPromptSubmit", "Prompt context"]]) {
-      assert.ok(first.includes(JSON.stringify({ hook, server: "nag", text: `${text} from the hook.` })), first);
+    // Claude Code 2.1 puts additionalContext in its role "system" messages, after its own label.
+    const system = messagesOf(turns[0]!.body).filter((m) => m.role === "system").map(textOf).join("\n");
+    for (
+      const [event, hook, text] of [["SessionStart", "_SessionStart", "Session"], [
+        "UserPromptSubmit",
+        "_UserPromptSubmit",
+        "Prompt",
+      ]]
+    ) {
+      const injected = JSON.stringify({ hook, server: "nag", text: `${text} context from the hook.` });
+      assert.ok(system.includes(`${event} hook additional context: ${injected}`), system);
     }
     for (const turn of turns.slice(1)) {
       const last = textOf(messagesOf(turn.body).filter((m) => m.role !== "system").at(-1));
@@ -179,7 +187,7 @@ describe("Claude Code with cli.ts hook-bridge as its command hook", { skip }, ()
     assert.match(run.stdout, /Stopping, take 3\./);
   });
 
-  test("a bridge that cannot reach its hook server fails open: Claude Code ends its turn, nothing blocked", async () => {
+  test("C39 a bridge that cannot reach its hook server fails open: Claude Code ends its turn; a hook exiting 2 would block it", async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
     const port = (closed.address() as { port: number }).port;
@@ -199,5 +207,18 @@ describe("Claude Code with cli.ts hook-bridge as its command hook", { skip }, ()
     assert.equal(run.code, 0, run.stderr);
     assert.equal(fake.turns().length, 1);
     assert.match(run.stdout, /Finished\./);
+    // Why the bridge never exits 2: the same host reads a command hook's exit 2 as "block" and
+    // continues the turn with its stderr, up to its own cap.
+    writeFileSync(
+      join(cwd, ".claude", "settings.json"),
+      JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: "command", command: "echo usage error >&2; exit 2" }] }] } }),
+    );
+    await fake.close();
+    fake = await startClaudeFake(() => ({ text: "Finished." }));
+    const looped = await runClaude({ bin, fake, cwd, home, prompt: "Finish", args: noServers });
+    assert.equal(looped.code, 0, looped.stderr);
+    const turns = fake.turns();
+    assert.ok(turns.length > 2, `${turns.length} requests`);
+    assert.match(textOf(messagesOf(turns[1]!.body).filter((m) => m.role !== "system").at(-1)), /usage error/);
   });
 });
