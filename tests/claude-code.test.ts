@@ -7,7 +7,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -110,33 +110,35 @@ describe("Claude Code with cli.ts hook-bridge as its command hook", { skip }, ()
     assert.match(run.stdout, /The docs are written\./);
   });
 
-  test("a tool-guard _PreToolUse deny blocks Claude Code's Write outside the folder", async () => {
+  test("a tool-guard _PreToolUse deny blocks Claude Code's Write outside the folder; one inside runs", async () => {
     const outside = join(root, "outside.txt");
     const [command, ...args] = tsCommand(join(repoRoot, "servers/tool-guard/stdio.ts"));
     const cwd = project(root, "guard", {
       guard: { command, args: [...args, "--write-tools", "claude__Write", "--path-args", "file_path"] },
     });
+    const inside = join(cwd, "inside.txt");
     await fake?.close();
+    const write = (path: string) => ({ toolCalls: [{ name: "Write", arguments: { file_path: path, content: "x" } }] });
     fake = await startClaudeFake((_request, index) =>
-      index === 0
-        ? { toolCalls: [{ name: "Write", arguments: { file_path: outside, content: "escaped" } }] }
-        : { text: "The write was denied." }
+      index === 0 ? write(inside) : index === 1 ? write(outside) : { text: "The write was denied." }
     );
     const run = await runClaude({
       bin,
       fake,
       cwd,
       home,
-      prompt: "Write outside.txt",
+      prompt: "Write inside.txt and outside.txt",
       args: [...noServers, "--allowedTools", "Write"],
       env: { MCP_HOOK_SERVERS: "guard", XDG_STATE_HOME: join(root, "state") },
     });
     assert.equal(run.code, 0, run.stderr);
+    assert.equal(existsSync(inside), true, "the allowed Write did not run");
     assert.equal(existsSync(outside), false, "the denied Write ran");
     const turns = fake.turns();
-    assert.equal(turns.length, 2, JSON.stringify(fake.requests.map((r) => [r.method, r.url, r.rejected])));
-    const result = textOf(messagesOf(turns[1]!.body).filter((m) => m.role !== "system").at(-1));
-    assert.match(result, /Denied by tool-guard \(rule write-outside-cwd\)/);
+    assert.equal(turns.length, 3, JSON.stringify(fake.requests.map((r) => [r.method, r.url, r.rejected])));
+    const result = (turn: number) => textOf(messagesOf(turns[turn]!.body).filter((m) => m.role !== "system").at(-1));
+    assert.doesNotMatch(result(1), /Denied by tool-guard/);
+    assert.match(result(2), /Denied by tool-guard \(rule write-outside-cwd\)/);
   });
 
   test("SessionStart and UserPromptSubmit text reach its model; the _Stop budget ends its loop after N objections", async () => {
@@ -185,6 +187,8 @@ describe("Claude Code with cli.ts hook-bridge as its command hook", { skip }, ()
       assert.match(last, /(?:^|\n)Stop hook feedback:\n\{"hook":"_Stop","server":"nag","text":"Not yet\."\}/);
     }
     assert.match(run.stdout, /Stopping, take 3\./);
+    // Its SessionEnd forgot the session's budget: no state file is left.
+    assert.deepEqual(readdirSync(join(root, "state", "sprout-agent", "bridge")), []);
   });
 
   test("C39 a bridge that cannot reach its hook server fails open: Claude Code ends its turn; a hook exiting 2 would block it", async () => {
