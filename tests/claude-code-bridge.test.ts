@@ -1,5 +1,5 @@
 /**
- * The real Claude Code CLI (npm `@anthropic-ai/claude-code`, pinned in tests/helpers/claude-code.ts,
+ * The real Claude Code CLI (npm `@anthropic-ai/claude-code`, pinned in tests/helpers/claude-code-peer.ts,
  * installed on demand into a cache folder) against our hook servers, offline, with a fake
  * Anthropic server (issue 24): `cli.ts hook-bridge` as its command hook, installed with the
  * settings `hook-bridge --print-config claude` prints. A todo-enforcer objection makes Claude Code
@@ -12,7 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hookSettings } from "../lib/bridge/snippets.ts";
-import { type ClaudeFake, installClaudeCode, runClaude, startClaudeFake } from "./helpers/claude-code.ts";
+import { type ClaudeFake, installClaudeCode, runClaude, startClaudeFake } from "./helpers/claude-code-peer.ts";
 import { fixtureCommand } from "./helpers/session.ts";
 import { httpClient, type StartedServer, startServer } from "./helpers/hook-servers.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
