@@ -3,7 +3,11 @@
  * installed on demand into a cache folder) against our hook servers, offline, with a fake
  * Anthropic server (issue 24): `cli.ts hook-bridge` as its command hook, installed with the
  * settings `hook-bridge --print-config claude` prints. A todo-enforcer objection makes Claude Code
- * continue its turn; a tool-guard `_PreToolUse` deny blocks its tool.
+ * continue its turn; a tool-guard `_PreToolUse` deny blocks its tool; session and prompt context
+ * reach its model; our `_Stop` budget ends its loop; an unreachable server fails open.
+ * Runs under each of the three runtimes: the bridge Claude Code spawns on every event runs under
+ * the runtime running this file (about 6 s a runner once Claude Code is installed; the first run
+ * installs it, a minute or two, one runner installing while the others wait).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
