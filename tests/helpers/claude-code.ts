@@ -1,8 +1,7 @@
 /**
  * The real Claude Code CLI for end-to-end tests, installed on demand (its native binary is
- * 245 MB, so it is no dev dependency every `npm ci` pays for): `npm install --prefix CACHE
- * @anthropic-ai/claude-code@VERSION` once into `$XDG_CACHE_HOME/sprout-agent-tests/` (else
- * `~/.cache/…`), reused afterwards. And a fake Anthropic API for it, run offline through
+ * 245 MB, so it is no dev dependency every `npm ci` pays for), by claude-code-peer.ts's
+ * installer into `$XDG_CACHE_HOME/sprout-agent-tests/` (else `~/.cache/…`), reused afterwards. And a fake Anthropic API for it, run offline through
  * `ANTHROPIC_BASE_URL`: it answers Claude Code's `HEAD` probe, records each
  * `POST /v1/messages?beta=true` (one streaming request per model turn) and streams the
  * scripted answer in the API's SSE bytes (lib/testing/wire.ts). Claude Code puts a
@@ -10,46 +9,25 @@
  * this fake does not validate.
  * @module
  */
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { Socket } from "node:net";
-import { homedir } from "node:os";
-import { join } from "node:path";
 import process from "node:process";
 import { anthropicEvents, type FakeReply } from "../../lib/testing/wire.ts";
+import { installClaudeCode as installPeer } from "./claude-code-peer.ts";
 
-/** The Claude Code version the tests pin (npm `@anthropic-ai/claude-code`). */
-export const CLAUDE_CODE_VERSION = "2.1.332";
-
-/** The cache folder of the pinned version. */
-export function claudeCodeDir(env: Record<string, string | undefined> = process.env): string {
-  const cache = env.XDG_CACHE_HOME?.startsWith("/") ? env.XDG_CACHE_HOME : join(homedir(), ".cache");
-  return join(cache, "sprout-agent-tests", `claude-code-${CLAUDE_CODE_VERSION}`);
-}
+/** The Claude Code version the tests pin (npm `@anthropic-ai/claude-code`), and its cache folder. */
+export { CLAUDE_CODE_VERSION, claudeCodeDir } from "./claude-code-peer.ts";
 
 /**
- * The `claude` binary of the pinned version, installed into the cache when missing (up to
- * 5 minutes), or why it cannot be had (no network, no npm): the tests skip saying so.
+ * The `claude` binary of the pinned version, installed into the cache when missing, or why
+ * it cannot be had (no network, no npm): the tests skip saying so. One installer for every
+ * test (tests/helpers/claude-code-peer.ts: into a temporary folder renamed into place, under a
+ * lock, so runners starting together install once).
  */
 export function installClaudeCode(): { bin: string } | { reason: string } {
-  const dir = claudeCodeDir();
-  const bin = join(dir, "node_modules", ".bin", "claude");
-  const works = () =>
-    existsSync(bin) && spawnSync(bin, ["--version"], { encoding: "utf8", timeout: 30_000 }).stdout?.includes(
-      CLAUDE_CODE_VERSION,
-    );
-  if (works()) return { bin };
-  mkdirSync(dir, { recursive: true });
-  const npm = spawnSync(
-    "npm",
-    ["install", "--prefix", dir, "--no-audit", "--no-fund", `@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}`],
-    { encoding: "utf8", timeout: 300_000, env: { ...process.env, npm_config_offline: "false" } },
-  );
-  if (works()) return { bin };
-  const why = npm.error?.message ?? (npm.stderr || npm.stdout || `exit ${npm.status}`).trim().split("\n").slice(-3)
-    .join(" ");
-  return { reason: `cannot install @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} into ${dir}: ${why}` };
+  const got = installPeer();
+  return "bin" in got ? got : { reason: got.skip };
 }
 
 /** One `POST /v1/messages` Claude Code sent. */
