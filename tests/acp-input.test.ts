@@ -203,6 +203,40 @@ describe("acp: MCP elicitations go to a client that declares them", () => {
     }
   });
 
+  test("sampling over ACP: refused by default, answered by the agent's own model with SPROUT_AGENT_SAMPLING=on", async () => {
+    for (const sampling of ["off", "on"]) {
+      const dir = tempDir();
+      const script = dir.file(
+        "script.json",
+        JSON.stringify([{ toolCalls: [{ name: "in__capital", arguments: {} }] }, { text: "Paris" }, { text: "done" }]),
+      );
+      const agent = startAgent({
+        SPROUT_AGENT_PROVIDER: "scripted",
+        SPROUT_AGENT_SCRIPT: script,
+        SPROUT_AGENT_SESSION_DIR: "off",
+        SPROUT_AGENT_SAMPLING: sampling,
+      });
+      try {
+        await agent.agent.request(acp.methods.agent.initialize, {
+          protocolVersion: acp.PROTOCOL_VERSION,
+          clientCapabilities: {},
+        });
+        const session = await agent.agent.buildSession({
+          cwd: dir.path,
+          mcpServers: [acpServer("in", "sdk2-input.ts")],
+        }).start();
+        const updates = await promptOnce(session, "the capital, please");
+        const call = updates.find((u) => u.sessionUpdate === "tool_call") as { toolCallId: string };
+        const result = String(results(updates)[call.toolCallId]);
+        if (sampling === "off") assert.match(result, /sampling/i);
+        else assert.match(result, /said: Paris \(endTurn\)$/);
+      } finally {
+        assert.equal(await agent.stop(), 0, agent.stderr());
+        dir.cleanup();
+      }
+    }
+  });
+
   test("a client without the capability: the elicitation is declined, with a log line naming the server and the tool", async () => {
     const dir = tempDir();
     const script = dir.file(
