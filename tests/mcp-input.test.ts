@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { connectMcp } from "../lib/mcp/client.ts";
 import {
   answerInputRequest,
@@ -278,6 +279,31 @@ describe("tasks, in-process", () => {
 const inputServer = (era: "modern" | "legacy"): McpServerConfig => ({
   ...tsServer("in", "sdk2-input.ts", "bun"),
   protocol: era,
+});
+
+describe("roots of a stdio server that has a cwd of its own", () => {
+  test("it is told its own folder as its one root; a server without a cwd gets the session's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sprout-roots-"));
+    try {
+      const own = { ...inputServer("legacy"), name: "own" };
+      own.transport = { ...(own.transport as Extract<McpServerConfig["transport"], { type: "stdio" }>), cwd: dir };
+      for (
+        const [config, expected] of [[own, pathToFileURL(dir).href], [
+          inputServer("legacy"),
+          "file:///work/project",
+        ]] as const
+      ) {
+        const conn = await connectMcp(config, { sessionId: "s1", input: person });
+        try {
+          assert.equal(text(await conn.callTool("where", {}, { timeoutMs: 20_000 })), `roots: ${expected}`);
+        } finally {
+          await conn.close();
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 for (const era of ["modern", "legacy"] as const) {

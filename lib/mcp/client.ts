@@ -16,9 +16,29 @@
  * @module
  */
 
+import { basename, isAbsolute, resolve } from "node:path";
+import process from "node:process";
+import { pathToFileURL } from "node:url";
 import { abortError, AgentError } from "../util/errors.ts";
 import { Connection } from "./connection.ts";
 import type { McpConnection, McpConnectOptions, McpServerConfig } from "./types.ts";
+
+/**
+ * The options for one server: a stdio server given a `cwd` of its own in the configuration is
+ * told that folder as its one root (`roots/list`, SPEC section 10): the operator chose where it
+ * works, and a server that takes the client's roots as its scope (the reference
+ * server-filesystem does) must not be moved to the session's folder. Other servers get the
+ * session's roots.
+ */
+function serverOptions(config: McpServerConfig, options: McpConnectOptions): McpConnectOptions {
+  const t = config.transport;
+  if (t.type !== "stdio" || t.cwd === undefined || options.input?.roots === undefined) return options;
+  const dir = isAbsolute(t.cwd) ? t.cwd : resolve(options.cwd ?? process.cwd(), t.cwd);
+  return {
+    ...options,
+    input: { ...options.input, roots: [{ uri: pathToFileURL(dir).href, name: basename(dir) || dir }] },
+  };
+}
 
 export { DEFAULT_CLIENT_INFO, eraCacheKey } from "./era.ts";
 export {
@@ -49,7 +69,7 @@ export { MAX_TOOL_PAGES } from "./tools-list.ts";
 export async function connectMcp(config: McpServerConfig, options: McpConnectOptions): Promise<McpConnection> {
   const signal = options.signal;
   signal?.throwIfAborted();
-  const connection = new Connection(config, options);
+  const connection = new Connection(config, serverOptions(config, options));
   // kill() fails the handshake's pending request, so start() rejects at once.
   const onAbort = () => connection.kill();
   signal?.addEventListener("abort", onAbort, { once: true });
