@@ -6,49 +6,16 @@
  * a task's steps arrive as the call's `tool_call_update`s. The servers are the official SDK
  * 2.x input server and the SDK 1.x task tools, given in `session/new`.
  */
-import { spawn } from "node:child_process";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import process from "node:process";
-import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
-import { tempDir, within } from "./helpers/acp.ts";
+import { tempDir } from "./helpers/acp.ts";
+import { startAcpClient } from "./helpers/acp-client.ts";
 import { tsServer } from "./fixtures/mcp/helpers.ts";
-import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
 /** `cli.ts acp` as a child, connected to the SDK client (`setup` adds its handlers). */
-function startAgent(env: Record<string, string>, setup?: (app: acp.ClientApp) => acp.ClientApp) {
-  const [command, ...args] = tsCommand("cli.ts", runtime());
-  const child = spawn(command!, [...args, "acp"], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (c: string) => (stderr += c));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const stream = acp.ndJsonStream(
-    Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-    Readable.toWeb(child.stdout) as unknown as ReadableStream<Uint8Array>,
-  );
-  const app = acp.client({ name: "sprout-acp-input-test" });
-  const connection = (setup?.(app) ?? app).connect(stream);
-  return {
-    agent: connection.agent,
-    stderr: () => stderr,
-    async stop(): Promise<number | null> {
-      child.stdin.end();
-      const code = await within(exited, 15_000);
-      if (code === "timeout") {
-        child.kill("SIGKILL");
-        return null;
-      }
-      connection.close();
-      return code;
-    },
-  };
-}
+const startAgent = (env: Record<string, string>, setup?: (app: acp.ClientApp) => acp.ClientApp) =>
+  startAcpClient(env, { name: "sprout-acp-input-test", ...(setup === undefined ? {} : { setup }) });
 
 /** An MCP server of the fixtures in ACP's `session/new` shape. */
 function acpServer(name: string, file: string): acp.McpServer {

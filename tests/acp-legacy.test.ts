@@ -6,40 +6,24 @@
  * past the continuations ends as `max_turn_requests`, ACP's closest stop reason, with the
  * reason as the last agent message (SPEC 6.5, docs/ACP.md). CASES C43.
  */
-import { spawn } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import process from "node:process";
-import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { PAUSE_TURNS_TEXT } from "../lib/conversation/events.ts";
-import { tempDir, within } from "./helpers/acp.ts";
-import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
+import { tempDir } from "./helpers/acp.ts";
+import { startAcpClient } from "./helpers/acp-client.ts";
+import { repoRoot } from "./helpers/runtime.ts";
 
 describe("acp with the SDK client: era pins and max_pause_turns", () => {
   const dir = tempDir();
   const pause = { text: "part ", stop: "pause_turn" };
   const script = dir.file("script.json", JSON.stringify([pause, pause, pause, pause, pause, pause, { text: "never" }]));
-  const [command, ...args] = tsCommand("cli.ts", runtime());
-  const child = spawn(command!, [...args, "acp"], {
-    cwd: repoRoot,
-    env: {
-      ...process.env,
-      SPROUT_AGENT_PROVIDER: "scripted",
-      SPROUT_AGENT_SCRIPT: script,
-      SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS: "3",
-      XDG_STATE_HOME: dir.path,
-    },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (c: string) => (stderr += c));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const connection = acp.client({ name: "sprout-acp-legacy-test" }).connect(acp.ndJsonStream(
-    Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-    Readable.toWeb(child.stdout) as unknown as ReadableStream<Uint8Array>,
-  ));
+  const { connection, stop, stderr } = startAcpClient({
+    SPROUT_AGENT_PROVIDER: "scripted",
+    SPROUT_AGENT_SCRIPT: script,
+    SPROUT_AGENT_MCP_INIT_TIMEOUT_SECS: "3",
+    XDG_STATE_HOME: dir.path,
+  }, { name: "sprout-acp-legacy-test" });
   const silent = (meta?: Record<string, unknown>): acp.McpServer => ({
     name: "silent",
     command: "node",
@@ -55,12 +39,9 @@ describe("acp with the SDK client: era pins and max_pause_turns", () => {
     });
   });
   after(async () => {
-    child.stdin.end();
-    const code = await within(exited, 15_000);
-    if (code === "timeout") child.kill("SIGKILL");
-    connection.close();
+    const code = await stop();
     dir.cleanup();
-    assert.equal(code, 0, stderr);
+    assert.equal(code, 0, stderr());
   });
 
   test("without a pin, a server that ignores unknown requests fails session/new at the init timeout, naming the fix", async () => {

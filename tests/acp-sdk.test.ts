@@ -4,14 +4,12 @@
  * app over the agent's stdio: the SDK's replacement of `ClientSideConnection`), with the
  * scripted model and real MCP servers (the ACP fixture over stdio and over Streamable HTTP).
  */
-import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import process from "node:process";
-import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
-import { eventually, fixtureFile, readLog, startHttpFixture, stdioFixture, tempDir, within } from "./helpers/acp.ts";
+import { eventually, fixtureFile, readLog, startHttpFixture, stdioFixture, tempDir } from "./helpers/acp.ts";
+import { startAcpClient } from "./helpers/acp-client.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
 type Update = acp.SessionUpdate;
@@ -21,49 +19,7 @@ const toolCalls = (file: string, tool: string): { tool: string; args: unknown }[
   readLog(file).map((l) => JSON.parse(l)).filter((e) => e.tool === tool);
 
 /** The agent as a child process (`cli.ts acp ARGS…`), connected to an SDK client (`setup` adds its handlers). */
-async function startAgent(
-  env: Record<string, string>,
-  options: { args?: string[]; setup?: (app: acp.ClientApp) => acp.ClientApp } = {},
-) {
-  const [command, ...args] = tsCommand("cli.ts", runtime());
-  const spawned = Date.now();
-  const child = spawn(command!, [...args, "acp", ...(options.args ?? [])], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (c: string) => (stderr += c));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const stream = acp.ndJsonStream(
-    Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-    Readable.toWeb(child.stdout) as unknown as ReadableStream<Uint8Array>,
-  );
-  const app = acp.client({ name: "sprout-acp-test" });
-  const connection = (options.setup?.(app) ?? app).connect(stream);
-  return {
-    agent: connection.agent,
-    spawned,
-    stderr: () => stderr,
-    /** SIGKILL, as a crash would end it; resolves once it is gone. */
-    async kill(): Promise<void> {
-      child.kill("SIGKILL");
-      await exited;
-      connection.close();
-    },
-    async stop(): Promise<number | null> {
-      child.stdin.end();
-      const code = await within(exited, 15_000);
-      if (code === "timeout") {
-        child.kill("SIGKILL");
-        return null;
-      }
-      connection.close();
-      return code;
-    },
-  };
-}
+const startAgent = startAcpClient;
 
 /** Reads a session's updates until its prompt stops. */
 async function collect(session: acp.ActiveSession, onUpdate?: (u: Update) => void | Promise<void>) {

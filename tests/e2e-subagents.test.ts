@@ -9,17 +9,15 @@
  * `session/cancel` reaches the children; ACP shows the children's activity as updates of the
  * parent's tool calls to the official ACP client.
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import process from "node:process";
-import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 import { type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing/fake-llm.ts";
 import { runCli } from "./helpers/cli.ts";
-import { tempDir, within } from "./helpers/acp.ts";
+import { tempDir } from "./helpers/acp.ts";
+import { startAcpClient } from "./helpers/acp-client.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
 const REVIEW = "REVIEW of a.ts: 2 problems.\n1. line 3 divides by zero\n2. line 9 never returns";
@@ -127,34 +125,8 @@ const EXPECTED_HOOKS = {
 };
 
 /** `cli.ts acp` under the current runtime, connected to the official ACP client. */
-function startAcp(env: Record<string, string>, setup?: (app: acp.ClientApp) => acp.ClientApp) {
-  const [command, ...args] = tsCommand("cli.ts", runtime());
-  const child = spawn(command!, [...args, "acp"], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const stream = acp.ndJsonStream(
-    Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-    Readable.toWeb(child.stdout) as unknown as ReadableStream<Uint8Array>,
-  );
-  const app = acp.client({ name: "sprout-subagent-test" });
-  const connection = (setup?.(app) ?? app).connect(stream);
-  return {
-    connection,
-    stderr: () => stderr,
-    async stop(): Promise<number | null> {
-      child.stdin.end();
-      const code = await within(exited, 15_000);
-      if (code === "timeout") child.kill("SIGKILL");
-      connection.close();
-      return code === "timeout" ? null : code;
-    },
-  };
-}
+const startAcp = (env: Record<string, string>, setup?: (app: acp.ClientApp) => acp.ClientApp) =>
+  startAcpClient(env, { name: "sprout-subagent-test", ...(setup === undefined ? {} : { setup }) });
 
 /** A session's updates until its prompt stops. */
 async function collect(session: acp.ActiveSession, onUpdate?: (u: acp.SessionUpdate) => Promise<void>) {

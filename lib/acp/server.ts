@@ -721,26 +721,11 @@ class AcpServer {
     await whenAnnounced(session, toolCallId, signal);
     if (signal.aborted || this.#closing) return "reject_once";
     this.#notify(sessionId, { sessionUpdate: "tool_call_update", toolCallId, status: "pending" });
-    const id = this.#nextRequestId++;
-    const response = await new Promise<Response | undefined>((resolve) => {
-      const withdraw = () => {
-        if (this.#pending.delete(id)) {
-          this.#send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: id } });
-        }
-        resolve(undefined);
-      };
-      this.#pending.set(id, (answer) => {
-        signal.removeEventListener("abort", withdraw);
-        resolve(answer);
-      });
-      signal.addEventListener("abort", withdraw, { once: true });
-      this.#send({
-        jsonrpc: "2.0",
-        id,
-        method: "session/request_permission",
-        params: redactValue(permissionParams(sessionId, request), this.#secrets),
-      });
-    });
+    const response = await this.#requestClient(
+      "session/request_permission",
+      redactValue(permissionParams(sessionId, request), this.#secrets),
+      signal,
+    );
     // Withdrawn: the answer no longer matters, the call is answered cancelled.
     if (response === undefined || signal.aborted) return "reject_once";
     const read = permissionAnswer(response);
@@ -761,6 +746,30 @@ class AcpServer {
   }
 
   /**
+   * Sends the client a request of the agent's own and resolves with its response, or with
+   * `undefined` once `signal` aborts: the pending entry is dropped (a late answer is ignored)
+   * and `$/cancel_request` withdraws the request. Shared by the permission question and the
+   * elicitation.
+   */
+  #requestClient(method: string, params: unknown, signal: AbortSignal): Promise<Response | undefined> {
+    const id = this.#nextRequestId++;
+    return new Promise<Response | undefined>((resolve) => {
+      const withdraw = () => {
+        if (this.#pending.delete(id)) {
+          this.#send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: id } });
+        }
+        resolve(undefined);
+      };
+      this.#pending.set(id, (answer) => {
+        signal.removeEventListener("abort", withdraw);
+        resolve(answer);
+      });
+      signal.addEventListener("abort", withdraw, { once: true });
+      this.#send({ jsonrpc: "2.0", id, method, params });
+    });
+  }
+
+  /**
    * The session's elicitation handler: `elicitation/create` to the client, tied to the tool
    * call when known (after its `tool_call` went out). A cancel (or close, or shutdown)
    * withdraws it with `$/cancel_request` and answers `cancel`; an error response or a
@@ -777,26 +786,11 @@ class AcpServer {
     const toolCallId = context.callId;
     if (toolCallId !== undefined) await whenAnnounced(session, toolCallId, signal);
     if (signal.aborted || this.#closing) return { action: "cancel" };
-    const id = this.#nextRequestId++;
-    const response = await new Promise<Response | undefined>((resolve) => {
-      const withdraw = () => {
-        if (this.#pending.delete(id)) {
-          this.#send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: id } });
-        }
-        resolve(undefined);
-      };
-      this.#pending.set(id, (answer) => {
-        signal.removeEventListener("abort", withdraw);
-        resolve(answer);
-      });
-      signal.addEventListener("abort", withdraw, { once: true });
-      this.#send({
-        jsonrpc: "2.0",
-        id,
-        method: "elicitation/create",
-        params: redactValue(elicitationParams(sessionId, toolCallId, context.server, request), this.#secrets),
-      });
-    });
+    const response = await this.#requestClient(
+      "elicitation/create",
+      redactValue(elicitationParams(sessionId, toolCallId, context.server, request), this.#secrets),
+      signal,
+    );
     if (response === undefined || signal.aborted) return { action: "cancel" };
     const read = elicitationAnswer(response);
     if ("problem" in read) {
