@@ -7,6 +7,7 @@
  */
 
 import type { ElicitationRequest, ElicitationResult } from "../mcp/input-requests.ts";
+import { asObject } from "../util/json.ts";
 
 /** The elicitation modes `clientCapabilities` declares (`elicitation.form`, `elicitation.url`), in that order. */
 export function clientElicitationModes(clientCapabilities: unknown): ("form" | "url")[] {
@@ -64,10 +65,4 @@ export function elicitationAnswer(
   const object = asObject(content);
   if (object === undefined) return { problem: "the accepted content is not an object" };
   return { result: { action: "accept", content: object as Record<string, string | number | boolean | string[]> } };
-}
-
-function asObject(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }

@@ -10,6 +10,7 @@
 
 import type { ElicitationRequest, ElicitationResult, InputContext } from "../mcp/input-requests.ts";
 import type { LineReader } from "./ask.ts";
+import { asObject } from "../util/json.ts";
 
 /** Tries per field before the whole elicitation is cancelled. */
 const TRIES = 3;
@@ -183,10 +184,4 @@ function parseValue(
     return { problem: `at most ${field.maxLength} characters` };
   }
   return typed;
-}
-
-function asObject(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }

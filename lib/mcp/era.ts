@@ -16,6 +16,7 @@ import type { JsonRpcPeer } from "./jsonrpc.ts";
 import { AGENT_NAME, VERSION } from "../util/version.ts";
 import { LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION } from "./types.ts";
 import type { McpEra, McpServerConfig } from "./types.ts";
+import { asObject } from "../util/json.ts";
 
 /** Client info sent when `options.clientInfo` is absent. */
 export const DEFAULT_CLIENT_INFO: { name: string; version: string } = { name: AGENT_NAME, version: VERSION };
@@ -311,10 +312,4 @@ export function remainingMs(deadline: number): number {
 function serverInfoOf(info: Record<string, unknown> | undefined): { name: string; version: string } | undefined {
   if (!info || typeof info.name !== "string") return undefined;
   return { name: info.name, version: typeof info.version === "string" ? info.version : "" };
-}
-
-function asObject(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }

@@ -12,6 +12,8 @@
  */
 
 import { AgentError } from "../util/errors.ts";
+import { asObject } from "../util/json.ts";
+import { sleep } from "../util/time.ts";
 
 /** Most `input_required` rounds one call may take before it fails (the official v2 SDK's default). */
 export const MAX_INPUT_ROUNDS = 10;
@@ -285,7 +287,7 @@ export async function runInputRounds(
       );
     }
     const responses = await answerAll(requests, options.input, context);
-    if (Object.keys(requests).length === 0) await (options.pause ?? pause)(250, context.signal);
+    if (Object.keys(requests).length === 0) await (options.pause ?? sleep)(250, context.signal);
     // Answers given after a cancel or the timeout are not sent.
     context.signal.throwIfAborted();
     const extra: Record<string, unknown> = {};
@@ -325,26 +327,6 @@ export async function answerAll(
   return Object.fromEntries(entries);
 }
 
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-function asObject(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }

@@ -13,6 +13,7 @@
 import { AgentError, isAbortError } from "../util/errors.ts";
 import { formatSeconds, withTimeout } from "../util/time.ts";
 import type { JsonRpcId, JsonRpcPeer } from "./jsonrpc.ts";
+import { asObject } from "../util/json.ts";
 
 /**
  * Longest `ttlMs` honoured, in ms (24 h, the official v2 client's cap): a server cannot pin
@@ -260,10 +261,4 @@ export class ToolListChanges {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-function asObject(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }

@@ -18,9 +18,10 @@
  */
 
 import { abortError, AgentError } from "../util/errors.ts";
-import { formatSeconds } from "../util/time.ts";
+import { formatSeconds, sleep } from "../util/time.ts";
 import { JsonRpcError } from "./jsonrpc.ts";
 import { answerAll, ClientWaitTimeoutError, type InputContext, type InputHandler } from "./input-requests.ts";
+import { asObject } from "../util/json.ts";
 
 /** The poll interval when the server gives none, in ms. */
 export const DEFAULT_POLL_INTERVAL_MS = 500;
@@ -94,7 +95,7 @@ export async function awaitTask(
 ): Promise<Record<string, unknown>> {
   const { context, modern } = options;
   const { taskId } = first;
-  const sleep = options.sleep ?? wait;
+  const pauseFor = options.sleep ?? sleep;
   const label = `task "${taskId}" of tool "${context.tool ?? "?"}" on server "${context.server}"`;
   let task = first.task;
   let shown = "";
@@ -156,7 +157,7 @@ export async function awaitTask(
       }
       const interval = pollInterval(task, modern);
       if (left() <= 0) return await timedOut();
-      await sleep(Math.min(interval, left()), context.signal);
+      await pauseFor(Math.min(interval, left()), context.signal);
       if (left() <= 0) return await timedOut();
       try {
         task = await options.request("tasks/get", { taskId }, left());
@@ -188,25 +189,4 @@ function failedError(label: string, error: unknown): Error {
   const code = typeof e?.code === "number" ? e.code : -32603;
   const text = typeof e?.message === "string" ? e.message : "the task failed";
   return new JsonRpcError(`The ${label} failed: ${text} (code ${code})`, { code, message: text, data: e?.data });
-}
-
-function wait(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-function asObject(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
 }
