@@ -282,6 +282,36 @@ describe("subagents", () => {
     }
   });
 
+  test("limits: a subagent whose provider pauses its turn past the cap says so (max_pause_turns, SPEC 6.5)", async () => {
+    const base = delegatingModel({ barrier: false });
+    const model = {
+      ...base,
+      complete: (request: Parameters<typeof base.complete>[0]) =>
+        request.system === TESTER.instructions
+          ? Promise.resolve({
+            text: "",
+            toolCalls: [],
+            stop: "pause_turn" as const,
+            usage: { inputTokens: 1, outputTokens: 1 },
+          })
+          : base.complete(request),
+    };
+    const { agent } = await delegate({ model });
+    try {
+      const run = agent.prompt("go");
+      for await (const _ of run) { /* drain */ }
+      await run.result;
+      const tester = agent.history.find((i) => i.role === "tool" && i.toolCallId === "toolu_t");
+      const text = tester?.role === "tool" ? tester.content.map((b) => (b.type === "text" ? b.text : "")).join("") : "";
+      assert.equal(
+        text,
+        '[subagent "tester" stopped before it finished: the provider paused its turn more times in a row than the agent continues it]',
+      );
+    } finally {
+      await agent.close();
+    }
+  });
+
   test("limits: a subagent out of time stops with a note; the parent's prompt goes on", async () => {
     const { agent } = await delegate({
       model: delegatingModel({ barrier: false, waitForAbort: ["tester"] }),
