@@ -140,6 +140,15 @@ function firstError(text) {
   return line === undefined ? "" : `: ${line.trim().slice(0, 200)}`;
 }
 
+/** The line scripts/test.sh prints when a runner ran past its time limit, with the last test it reported. */
+function stoppedLine(text) {
+  const stopped = /^::: (stopped after \d+ s) \(SPROUT_TEST_RUNNER_SECS\)/m.exec(text);
+  if (stopped === null) return undefined;
+  const tests = text.split("\n").filter((l) => /^ *(not )?ok \d+ - |^\((pass|fail)\) |\.\.\. (ok|FAILED)/.test(l));
+  const last = tests.at(-1)?.trim().slice(0, 200);
+  return `${stopped[1]}, the time limit (SPROUT_TEST_RUNNER_SECS); the last test it reported: ${last ?? "none"}`;
+}
+
 /** The recap's lines for the runs `[{name, format, code, text}]` and the names of the steps that failed. */
 export function recap(runs, failedSteps = []) {
   const out = ["::: recap"];
@@ -150,7 +159,8 @@ export function recap(runs, failedSteps = []) {
     const verdict = run.code === 0 ? "ok" : `FAILED (exit ${run.code})`;
     out.push(
       `${run.name.padEnd(width)}  ${verdict} · ${
-        summary ?? `no summary in its output (it crashed, or was killed)${firstError(run.text)}`
+        summary ?? (stoppedLine(run.text) ??
+          `no summary in its output (it crashed, or was killed)${firstError(run.text)}`)
       }`,
     );
     for (const f of failures) failing.push(`  ${run.name.padEnd(width)}  ${f.file ? `${f.file}: ` : ""}${f.name}`);

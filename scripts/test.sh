@@ -57,6 +57,25 @@ step lint deno lint --quiet
 # types are checked with --no-check too; the type check itself is the tsc step's.
 step publish-dry-run deno publish --dry-run --allow-dirty --quiet --no-check
 
+# No runner can hang the suite. A runner still running after SPROUT_TEST_RUNNER_SECS (default
+# 1200 s; a runner takes about 180 s on these machines) is stopped with its whole process group
+# (GNU timeout signals the group it leads: the test processes and every agent, server and peer
+# they started), TERM first and KILL 30 s later; its output so far is printed and it fails.
+# Node's runner also fails any one test after 300 s (--test-timeout) and names it; Bun's after
+# 120 s (--timeout). Every SPROUT_TEST_HEARTBEAT_SECS (default 60 s) a line tells which runners
+# are still running and the last test each one reported, so a slow CI shows where it is.
+runner_secs=${SPROUT_TEST_RUNNER_SECS:-1200}
+bounded() {
+  timeout --kill-after=30 "$runner_secs" "$@"
+  local rc=$?
+  [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || echo "::: stopped after $runner_secs s (SPROUT_TEST_RUNNER_SECS): $1 was still running"
+  return "$rc"
+}
+# Every process the suite starts carries this mark in its environment; those still alive when
+# the runners are done (a server a test forgot to stop) are named and killed, so none outlives
+# the suite holding its output open.
+export SPROUT_TEST_SUITE_MARK="sprout-agent-suite-$$-$RANDOM"
+
 # Node 20 cannot strip types: its runner runs the test files compiled by esbuild, the compiler
 # tsx uses (scripts/bundle-tests.mjs), which saves each of its test processes the ~0.6 s tsx
 # takes to start, in four test processes, each importing every fourth file (as Bun's runner
@@ -68,7 +87,7 @@ node_runner() {
   local groups
   groups=$(node scripts/bundle-tests.mjs --groups 4 "${files[@]}") || return 1
   # shellcheck disable=SC2086
-  (IFS=$'\n'; exec node --test --test-concurrency=4 $groups)
+  (IFS=$'\n'; bounded node --test --test-concurrency=4 --test-timeout=300000 $groups)
 }
 # The files whose tests wait longest (timeouts, pauses, children) go first in Bun's and Deno's
 # queues, so that no long file starts last and runs on alone; the rest follow in name order.
@@ -81,10 +100,10 @@ for i in "${files[@]}"; do
 done
 # Bun runs the files in three worker processes, each taking the next file when it is done;
 # --no-isolate keeps one global per worker, as one `bun test` process runs its files.
-bun_runner() { bun test --timeout 120000 --parallel=3 --no-isolate "${queue[@]/#/./}"; }
+bun_runner() { bounded bun test --timeout 120000 --parallel=3 --no-isolate "${queue[@]/#/./}"; }
 # Deno runs three files at a time (the files never share ports or folders), and skips its own
 # type check: the tsc step above already checked every file.
-deno_runner() { DENO_JOBS=3 deno test -A --quiet --no-check --parallel "${queue[@]}"; }
+deno_runner() { DENO_JOBS=3 bounded deno test -A --quiet --no-check --parallel "${queue[@]}"; }
 
 names=(node bun deno)
 commands=(node_runner bun_runner deno_runner)
@@ -98,6 +117,27 @@ for i in "${!names[@]}"; do
   pids[i]=$!
 done
 echo "::: runners: ${names[*]} at the same time"
+# The heartbeat: which runners are still running, with the last line each printed that names a
+# test (Node's `ok`/`not ok`, Bun's `(pass)`/`(fail)`, Deno's `... ok`/`... FAILED`).
+heartbeat() {
+  local every=${SPROUT_TEST_HEARTBEAT_SECS:-60} sleeper
+  trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM # its sleep must not outlive it
+  while :; do
+    sleep "$every" &
+    sleeper=$!
+    wait "$sleeper"
+    local line="::: $((SECONDS - started)) s:"
+    for i in "${!names[@]}"; do
+      kill -0 "${pids[i]}" 2>/dev/null || continue
+      local last
+      last=$(grep -E '^ *(not )?ok [0-9]+ - |^\((pass|fail)\) |\.\.\. (ok|FAILED)' "${outs[i]}" 2>/dev/null | tail -1 | cut -c1-100)
+      line+=" ${names[i]} running (last: ${last:-none yet});"
+    done
+    echo "$line"
+  done
+}
+heartbeat &
+heartbeat_pid=$!
 for i in "${!names[@]}"; do
   wait "${pids[i]}"
   codes[i]=$?
@@ -105,11 +145,33 @@ for i in "${!names[@]}"; do
   cat "${outs[i]}"
 done
 echo "::: runners done in $((SECONDS - started)) s"
+kill "$heartbeat_pid" 2>/dev/null
+wait "$heartbeat_pid" 2>/dev/null
+# Leftovers: processes that still carry the suite's mark (but this shell and its own children).
+sweep() {
+  local left=()
+  for env in /proc/[0-9]*/environ; do
+    local pid=${env#/proc/}
+    pid=${pid%/environ}
+    [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] && continue
+    grep -qz "^SPROUT_TEST_SUITE_MARK=$SPROUT_TEST_SUITE_MARK$" "$env" 2>/dev/null || continue
+    [ "$(cut -d' ' -f4 "/proc/$pid/stat" 2>/dev/null)" = "$BASHPID" ] && continue
+    left+=("$pid")
+  done
+  [ ${#left[@]} -gt 0 ] || return 0
+  echo "::: ${#left[@]} process(es) the tests started were still running; stopped:"
+  for pid in "${left[@]}"; do echo ":::   $pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-160)"; done
+  kill -TERM "${left[@]}" 2>/dev/null
+  sleep 2
+  kill -KILL "${left[@]}" 2>/dev/null
+  return 0
+}
+sweep
 recap_runs=()
 for i in "${!names[@]}"; do recap_runs+=("${names[i]}=${names[i]}:${codes[i]}:${outs[i]}"); done
 if [[ " ${files[*]} " == *" $alone "* ]]; then
   # Shown as it runs and kept for the recap; with pipefail the step gets bun's status.
-  load_runner() { bun test --timeout 120000 "./$alone" 2>&1 | tee "$tmp/load.out"; }
+  load_runner() { bounded bun test --timeout 120000 "./$alone" 2>&1 | tee "$tmp/load.out"; }
   step load load_runner
   load_code=0
   [[ " ${failed_steps[*]:-} " == *" load "* ]] && load_code=1

@@ -21,8 +21,9 @@ import { fixtureCommand } from "./helpers/session.ts";
 import { httpClient, type StartedServer, startServer } from "./helpers/hook-servers.ts";
 import { repoRoot, runtime, tsCommand } from "./helpers/runtime.ts";
 
-const claude = installClaudeCode();
+const claude = await installClaudeCode();
 const skip = "skip" in claude ? claude.skip : false;
+if (skip !== false) console.log(`skipping Claude Code with hook-bridge: ${skip}`);
 
 type Message = { role: string; content: unknown };
 /** The messages of a recorded request. */

@@ -29,7 +29,7 @@ import {
 import { httpClient, type StartedServer, startServer } from "./helpers/hook-servers.ts";
 import { repoRoot, runsOnce, tsCommand } from "./helpers/runtime.ts";
 
-const installed = runsOnce ? installClaudeCode() : { reason: "runs in one runner only (Bun's)" };
+const installed = runsOnce ? await installClaudeCode() : { reason: "runs in one runner only (Bun's)" };
 const skip = "reason" in installed ? `Claude Code end-to-end: ${installed.reason}` : false;
 if (skip !== false) console.log(`skipping ${skip}`);
 const bin = "bin" in installed ? installed.bin : "";

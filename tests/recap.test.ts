@@ -185,6 +185,16 @@ describe("the recap of npm test (scripts/recap.mjs)", () => {
     ]);
   });
 
+  test("a runner stopped at its time limit says so, with the last test it reported", () => {
+    const out =
+      "(pass) a > one [2.00ms]\n(pass) a > two [1.00ms]\n::: stopped after 1200 s (SPROUT_TEST_RUNNER_SECS): bun was still running\n";
+    const { lines } = recap(["bun=bun:124:DIR/bun"], { bun: out });
+    assert.deepEqual(lines, [
+      "::: recap",
+      "bun  FAILED (exit 124) · stopped after 1200 s, the time limit (SPROUT_TEST_RUNNER_SECS); the last test it reported: (pass) a > two [1.00ms]",
+    ]);
+  });
+
   test("a malformed argument is a usage error", () => {
     const ran = spawnSync("node", [join(repoRoot, "scripts/recap.mjs"), "node=/tmp/out"], { encoding: "utf8" });
     assert.equal(ran.status, 2);

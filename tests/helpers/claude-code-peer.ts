@@ -5,7 +5,7 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
@@ -27,24 +27,27 @@ export function claudeCodeDir(): string {
   return join(cache, "sprout-agent-tests", `claude-code-${CLAUDE_CODE_VERSION}`);
 }
 
+/** How long one install may take before its whole process group is killed (ms). */
+const INSTALL_MS = 300_000;
+
 /**
  * The path of the `claude` binary, installing the pinned release first when it is not in the
  * cache (`npm install --prefix` into a temporary folder, then renamed into place, so no
  * runner ever sees a half-installed one; runners starting together wait for the one that
- * installs). Returns `{ skip }` with why
- * when the install fails (no network, no npm): the tests that need it then skip, saying so.
- * Synchronous, so a `describe`'s `skip` can use it; an install takes a minute or two.
+ * installs, on a lock folder). Resolves `{ skip }` with why when the install fails or takes
+ * longer than 5 minutes (no network, no npm, a stalled registry): the tests that need it then
+ * skip, saying so. Never hangs: npm runs in a process group of its own, killed whole at the
+ * deadline (its postinstall script is a grandchild), and a lock older than an install can
+ * last is taken over. Await it at a test file's top level, before its `describe`.
  */
-export function installClaudeCode(): { bin: string } | { skip: string } {
+export async function installClaudeCode(): Promise<{ bin: string } | { skip: string }> {
   const dir = claudeCodeDir();
   const bin = join(dir, "node_modules", ".bin", "claude");
   if (existsSync(bin)) return { bin };
-  // The three runners start at once: one installs, the others wait for it (a lock folder; one
-  // left by a killed run is taken over after 15 minutes).
   const lock = `${dir}.lock`;
   mkdirSync(dirname(dir), { recursive: true });
   const start = Date.now();
-  for (const deadline = start + 900_000;;) {
+  for (;;) {
     const failed = failureSince(dir, start);
     if (failed !== undefined) return { skip: failed };
     try {
@@ -52,17 +55,15 @@ export function installClaudeCode(): { bin: string } | { skip: string } {
       break;
     } catch {
       if (existsSync(bin)) return { bin };
-      if (Date.now() > deadline || Date.now() - lockTime(lock) > 900_000) {
-        rmSync(lock, { recursive: true, force: true });
-        continue;
-      }
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+      // Left by a killed run, or held past any install's deadline: taken over.
+      if (Date.now() - lockTime(lock) > INSTALL_MS + 60_000) rmSync(lock, { recursive: true, force: true });
+      await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
   try {
     const failed = failureSince(dir, start);
     if (failed !== undefined) return { skip: failed };
-    return existsSync(bin) ? { bin } : install(dir, bin);
+    return existsSync(bin) ? { bin } : await install(dir, bin);
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }
@@ -88,11 +89,11 @@ function lockTime(lock: string): number {
 }
 
 /** `npm install --prefix` into a temporary folder, renamed to `dir` when it worked. */
-function install(dir: string, bin: string): { bin: string } | { skip: string } {
+async function install(dir: string, bin: string): Promise<{ bin: string } | { skip: string }> {
   const tmp = `${dir}.${process.pid}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  const npm = spawnSync("npm", [
+  const npm = await runGroup("npm", [
     "install",
     "--prefix",
     tmp,
@@ -101,10 +102,12 @@ function install(dir: string, bin: string): { bin: string } | { skip: string } {
     "--loglevel=error",
     "--fetch-retries=1",
     `@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}`,
-  ], { encoding: "utf8", timeout: 600_000, stdio: ["ignore", "pipe", "pipe"] });
-  if (npm.status !== 0 || !existsSync(join(tmp, "node_modules", ".bin", "claude"))) {
+  ], { timeoutMs: INSTALL_MS });
+  if (npm.code !== 0 || !existsSync(join(tmp, "node_modules", ".bin", "claude"))) {
     rmSync(tmp, { recursive: true, force: true });
-    const why = npm.error?.message ?? (npm.stderr.trim().split("\n").slice(0, 3).join("; ") || `exit ${npm.status}`);
+    const why = npm.timedOut
+      ? `npm did not finish within ${INSTALL_MS / 1000} s`
+      : npm.stderr.trim().split("\n").slice(0, 3).join("; ") || `exit ${npm.code}`;
     const skip = `could not install @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} into ${dir}: ${why}`;
     writeFileSync(`${dir}.failed`, skip); // the runners waiting for this install skip at once
     return { skip };
@@ -113,6 +116,74 @@ function install(dir: string, bin: string): { bin: string } | { skip: string } {
   rmSync(dir, { recursive: true, force: true }); // a broken earlier install, without its binary
   renameSync(tmp, dir);
   return existsSync(bin) ? { bin } : { skip: `${bin} is missing after the install` };
+}
+
+/** How a {@link runGroup} process ended. */
+interface GroupRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** True when it was killed at its deadline. */
+  timedOut: boolean;
+}
+
+/**
+ * Runs `command` in a process group of its own and resolves when it exits: the group is then
+ * killed whole (what it started and left behind: MCP servers, hook commands, a postinstall
+ * script), and so it is at `timeoutMs`. Resolves within 2 s of the exit even when a straggler
+ * that escaped the group still holds the output pipes (they are then let go). Never rejects:
+ * a command that cannot start is exit code `null` with the error as its stderr.
+ */
+function runGroup(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs: number },
+): Promise<GroupRun> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env ?? (process.env as Record<string, string>),
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    let stdout = "";
+    let stderr = "";
+    let timedOut = false;
+    child.stdout!.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+    child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    const killGroup = () => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      } catch { /* the group is gone */ }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, options.timeoutMs);
+    let settled = false;
+    const done = (code: number | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, timedOut });
+    };
+    child.once("error", (error) => {
+      stderr += error.message;
+      done(null);
+    });
+    child.once("exit", (code) => {
+      killGroup();
+      const letGo = setTimeout(() => {
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+        done(code);
+      }, 2000);
+      child.once("close", () => {
+        clearTimeout(letGo);
+        done(code);
+      });
+    });
+  });
 }
 
 /** One request Claude Code sent to the fake. */
@@ -233,15 +304,17 @@ export interface ClaudeRun {
 }
 
 /**
- * Runs `claude -p PROMPT ARGS…` in `cwd`, offline against `fake`: its home is `home` (no
- * settings of the machine's user), no traffic but the model's, MCP servers connected before
- * the first request (`MCP_CONNECTION_NONBLOCKING=0`; in `-p` mode it otherwise asks the
- * model before a slow stdio server is up). The environment is the test's without any
- * Anthropic or sprout-agent setting, plus `env`. Killed after `timeoutMs` (default 120 s).
+ * Runs `claude -p PROMPT ARGS…` in `cwd`, offline against `fake` (its `url`): its home is
+ * `home` (no settings of the machine's user), no traffic but the model's, MCP servers
+ * connected before the first request (`MCP_CONNECTION_NONBLOCKING=0`; in `-p` mode it
+ * otherwise asks the model before a slow stdio server is up). The environment is the test's
+ * without any Anthropic or sprout-agent setting, plus `env`. Claude Code runs in a process
+ * group of its own, killed whole when it exits (the MCP servers and hook commands it started)
+ * or at `timeoutMs` (default 120 s), so a run always ends.
  */
-export function runClaude(options: {
+export async function runClaude(options: {
   bin: string;
-  fake: ClaudeFake;
+  fake: Pick<ClaudeFake, "url">;
   cwd: string;
   home: string;
   prompt: string;
@@ -259,24 +332,17 @@ export function runClaude(options: {
     ANTHROPIC_API_KEY: "sk-ant-fake-key-for-tests",
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     DISABLE_AUTOUPDATER: "1",
+    DISABLE_TELEMETRY: "1",
     MCP_CONNECTION_NONBLOCKING: "0",
     NO_COLOR: "1",
     ...options.env,
   });
-  return new Promise((resolve) => {
-    const child = spawn(options.bin, ["-p", options.prompt, ...(options.args ?? [])], {
-      cwd: options.cwd,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 120_000);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const run = await runGroup(options.bin, ["-p", options.prompt, ...(options.args ?? [])], {
+    cwd: options.cwd,
+    env,
+    timeoutMs,
   });
+  const stderr = run.timedOut ? `${run.stderr}\n(killed: still running after ${timeoutMs} ms)` : run.stderr;
+  return { code: run.code, stdout: run.stdout, stderr };
 }

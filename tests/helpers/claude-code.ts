@@ -9,12 +9,10 @@
  * this fake does not validate.
  * @module
  */
-import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { Socket } from "node:net";
-import process from "node:process";
 import { anthropicEvents, type FakeReply } from "../../lib/testing/wire.ts";
-import { installClaudeCode as installPeer } from "./claude-code-peer.ts";
+import { installClaudeCode as installPeer, runClaude as runPeer } from "./claude-code-peer.ts";
 
 /** The Claude Code version the tests pin (npm `@anthropic-ai/claude-code`), and its cache folder. */
 export { CLAUDE_CODE_VERSION, claudeCodeDir } from "./claude-code-peer.ts";
@@ -25,8 +23,8 @@ export { CLAUDE_CODE_VERSION, claudeCodeDir } from "./claude-code-peer.ts";
  * test (tests/helpers/claude-code-peer.ts: into a temporary folder renamed into place, under a
  * lock, so runners starting together install once).
  */
-export function installClaudeCode(): { bin: string } | { reason: string } {
-  const got = installPeer();
+export async function installClaudeCode(): Promise<{ bin: string } | { reason: string }> {
+  const got = await installPeer();
   return "bin" in got ? got : { reason: got.skip };
 }
 
@@ -114,43 +112,22 @@ function contentText(content: unknown): string {
 }
 
 /**
- * Runs `claude -p PROMPT` in `cwd` (whose `.mcp.json` and `.claude/settings.json` the test
- * wrote) against `api`, offline, with a HOME of its own; resolves when it exits (killed after
- * 120 s).
+ * Runs `claude -p PROMPT --output-format json` in `cwd` (whose `.mcp.json` and
+ * `.claude/settings.json` the test wrote) against `api`, offline, with a HOME of its own;
+ * resolves when it exits (tests/helpers/claude-code-peer.ts `runClaude`: its process group
+ * killed whole then, or after 120 s).
  */
 export function runClaude(
   bin: string,
   options: { cwd: string; home: string; api: string; prompt: string; args?: string[]; env?: Record<string, string> },
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) {
-      if (v !== undefined && !/^(ANTHROPIC_|CLAUDE|SPROUT_AGENT_|MCP_HOOK_SERVERS)/.test(k)) env[k] = v;
-    }
-    const child = spawn(bin, ["-p", options.prompt, "--output-format", "json", ...(options.args ?? [])], {
-      cwd: options.cwd,
-      env: {
-        ...env,
-        HOME: options.home,
-        ANTHROPIC_BASE_URL: options.api,
-        ANTHROPIC_API_KEY: "sk-ant-fake",
-        // In -p mode the first request would otherwise go out before a stdio server has started.
-        MCP_CONNECTION_NONBLOCKING: "0",
-        DISABLE_AUTOUPDATER: "1",
-        DISABLE_TELEMETRY: "1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        ...options.env,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+  return runPeer({
+    bin,
+    fake: { url: options.api },
+    cwd: options.cwd,
+    home: options.home,
+    prompt: options.prompt,
+    args: ["--output-format", "json", ...(options.args ?? [])],
+    ...(options.env === undefined ? {} : { env: options.env }),
   });
 }
