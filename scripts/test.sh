@@ -113,7 +113,7 @@ for i in "${!names[@]}"; do
   outs[i]="$tmp/${names[i]}.out"
   # shellcheck disable=SC2086
   # Each runner its own state folder: the runners run the same tests at the same time.
-  (export XDG_STATE_HOME="$tmp/state-${names[i]}"; start=$SECONDS; ${commands[i]}; rc=$?; echo "::: ${names[i]} $([ $rc = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"; exit $rc) >"${outs[i]}" 2>&1 &
+  (export XDG_STATE_HOME="$tmp/state-${names[i]}"; start=$SECONDS; ${commands[i]}; rc=$?; echo "::: ${names[i]} $([ $rc = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"; exit $rc) </dev/null >"${outs[i]}" 2>&1 &
   pids[i]=$!
 done
 echo "::: runners: ${names[*]} at the same time"
