@@ -225,6 +225,8 @@ describe("acp: MCP elicitations go to a client that declares them", () => {
       const updates = await promptOnce(session, "greet me");
       const call = updates.find((u) => u.sessionUpdate === "tool_call") as { toolCallId: string };
       assert.equal(results(updates)[call.toolCallId], "elicitation decline");
+      // The warning is on stderr, the result on stdout: read stderr whole, after the exit.
+      assert.equal(await agent.stop(), 0, agent.stderr());
       assert.match(
         agent.stderr(),
         /warning: Declined the elicitation of server "in" \(tool "greet"\): no one can answer it in this session/,

@@ -26,7 +26,10 @@ export interface AcpClientAgent {
   stderr(): string;
   /** SIGKILL, as a crash would end it; resolves once it is gone. */
   kill(): Promise<void>;
-  /** Ends stdin and waits (up to 15 s, then SIGKILL) for the exit code; `null` when it had to be killed. */
+  /**
+   * Ends stdin and waits (up to 15 s, then SIGKILL) for the exit code, then (up to 2 s) for
+   * its stderr to close, so `stderr()` is whole; `null` when it had to be killed.
+   */
   stop(): Promise<number | null>;
 }
 
@@ -49,6 +52,8 @@ export function startAcpClient(
   child.stderr.setEncoding("utf8");
   child.stderr.on("data", (c: string) => (stderr += c));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // Its stderr is whole once the pipes close (its last lines may come after the exit).
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   const stream = acp.ndJsonStream(
     Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
     Readable.toWeb(child.stdout) as unknown as ReadableStream<Uint8Array>,
@@ -69,6 +74,7 @@ export function startAcpClient(
       child.stdin.end();
       const code = await within(exited, 15_000);
       if (code === "timeout") child.kill("SIGKILL");
+      else await within(closed, 2_000);
       connection.close();
       return code === "timeout" ? null : code;
     },
