@@ -12,6 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
 import { type BridgeAnswer, hostOutput } from "../lib/bridge/answers.ts";
 import { runBridge } from "../lib/bridge/bridge.ts";
 import { stopBudget } from "../lib/bridge/budget.ts";
@@ -36,6 +37,7 @@ const codexSchema = (name: string) =>
 /** The hook point each documented payload fires. */
 const EXPECTED: Record<string, HookName> = {
   "claude-stop": "_Stop",
+  "claude-subagent-start": "_SubagentStart",
   "claude-subagent-stop": "_SubagentStop",
   "claude-pre-tool-use": "_PreToolUse",
   "claude-post-tool-use": "_PostToolUse",
@@ -48,6 +50,7 @@ const EXPECTED: Record<string, HookName> = {
   "codex-post-tool-use": "_PostToolUse",
   "codex-user-prompt-submit": "_UserPromptSubmit",
   "codex-session-start": "_SessionStart",
+  "codex-subagent-start": "_SubagentStart",
   "gemini-after-agent": "_Stop",
   "gemini-before-tool": "_PreToolUse",
   "gemini-after-tool": "_PostToolUse",
@@ -269,6 +272,7 @@ describe("hook-bridge: answers in each host's words", () => {
       "SessionEnd",
       "SessionStart",
       "Stop",
+      "SubagentStart",
       "SubagentStop",
       "UserPromptSubmit",
     ]);
@@ -373,6 +377,79 @@ describe("hook-bridge: one event end to end, in-process, against the todo-enforc
       fetch: () => Promise.reject(new Error("must not connect")),
     });
     assert.deepEqual([out.json, out.stderr], [undefined, []]);
+  });
+});
+
+describe("hook-bridge: a host's subagents, against an SDK hook server over stdio", () => {
+  let dir: string;
+  let log: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), "sprout-bridge-subagents-"));
+    log = join(dir, "hooks.log");
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const bridge = (host: HostName, payload: Record<string, unknown>) => {
+    const [command, ...args] = tsCommand(
+      join(repoRoot, "tests/fixtures/subagent-hook-server.ts"),
+      runtime() === "node" ? "bun" : runtime(),
+    );
+    return runBridge({
+      host,
+      input: JSON.stringify(payload),
+      servers:
+        () => [{ name: "sub", transport: { type: "stdio", command: command!, args, env: { SUBAGENT_HOOK_LOG: log } } }],
+      // One objection per subagent: a stdio server starts afresh at each event (it cannot
+      // remember that it objected), so the bridge's budget is what ends the child's loop.
+      env: { MCP_HOOK_SERVERS: "sub", SPROUT_AGENT_STOP_MAX_REJECTIONS: "1", PATH: process.env["PATH"] ?? "" },
+      readFile: (p) => readFileSync(p, "utf8"),
+      cwd: dir,
+      stateDir: join(dir, "state"),
+    });
+  };
+  /** The hook calls the server recorded, in order. */
+  const records = () =>
+    readFileSync(log, "utf8").trim().split("\n").map((l) =>
+      JSON.parse(l) as { hook: string; agent: string; id?: string; meta: Record<string, unknown> }
+    );
+
+  test("SubagentStart injects _SubagentStart's text into the child; the child's calls name it in _meta; its stops spend its own budget", async () => {
+    const start = await bridge("claude", fixture("claude-subagent-start"));
+    assert.equal(start.hook, "_SubagentStart");
+    const specific = start.json?.hookSpecificOutput as Record<string, unknown>;
+    assert.equal(specific.hookEventName, "SubagentStart");
+    assert.deepEqual(JSON.parse(String(specific.additionalContext)), {
+      hook: "_SubagentStart",
+      server: "sub",
+      text: "Context for Explore: ",
+    });
+    // A tool call inside the subagent (Claude Code adds agent_id and agent_type) names the child.
+    await bridge("claude", { ...fixture("claude-pre-tool-use"), agent_id: "agent-abc123", agent_type: "Explore" });
+    await bridge("claude", fixture("claude-pre-tool-use")); // the session's own: no agent
+    const first = await bridge("claude", { ...fixture("claude-subagent-stop"), agent_id: "agent-abc123" });
+    assert.equal(first.json?.decision, "block");
+    assert.match(String(first.json?.reason), /Check your work once more/);
+    const second = await bridge("claude", {
+      ...fixture("claude-subagent-stop"),
+      agent_id: "agent-abc123",
+      stop_hook_active: true,
+    });
+    assert.equal(second.json, undefined);
+    assert.match(second.stderr.join("\n"), /budget exhausted \(1 of 1/);
+    const seen = records().map((r) => [r.hook, r.agent, r.id ?? ""]);
+    assert.deepEqual(seen, [
+      ["_SubagentStart", "Explore", "abc123/agent-abc123"],
+      ["_PreToolUse", "Explore", "abc123/agent-abc123"],
+      ["_PreToolUse", "main", ""],
+      ["_SubagentStop", "Explore", "abc123/agent-abc123"],
+    ]);
+    // The host sends no task: `subagent.task` is "" (docs/BRIDGE.md).
+    assert.deepEqual(records()[0]!.meta["subagent"], { name: "Explore", task: "" });
+  });
+
+  test("Codex's SubagentStart answer matches its published output schema", async () => {
+    const out = await bridge("codex", fixture("codex-subagent-start"));
+    assert.deepEqual(schemaProblems(codexSchema("subagent-start"), out.json), []);
+    assert.match(String((out.json?.hookSpecificOutput as Record<string, unknown>).additionalContext), /reviewer/);
   });
 });
 

@@ -13,7 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { McpServer } from "@modelcontextprotocol/server";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import * as z from "zod";
 import { hookPayload, HookProxy } from "../lib/bridge/proxy.ts";
 import { hookSettings, mergeSettings, proxyMcpConfig, proxySettings } from "../lib/bridge/snippets.ts";
 import { loadConfig } from "../lib/config/config.ts";
@@ -24,6 +26,7 @@ import { createMcpServer as createTodoServer } from "../servers/todo-enforcer/ap
 import { MemoryStore } from "../servers/todo-enforcer/store.ts";
 import { createMcpServer as createGuardServer } from "../servers/tool-guard/app.ts";
 import { DEFAULT_RULES } from "../servers/tool-guard/rules.ts";
+import { createSubagentHookServer, type HookRecord } from "./fixtures/subagent-hooks.ts";
 import { cleanEnv } from "./helpers/cli.ts";
 import { resultText } from "./helpers/hook-servers.ts";
 import { repoRoot, tsCommand } from "./helpers/runtime.ts";
@@ -101,6 +104,71 @@ describe("hook-proxy in-process, through the official MCP SDK client", () => {
       assert.equal(hookJson(await client.callTool({ name: "_PreCompact", arguments: {} })), undefined);
       await assert.rejects(client.callTool({ name: "_Secret", arguments: {} }), /Unknown tool: _Secret/);
       await assert.rejects(client.callTool({ name: "nope", arguments: {} }), /Unknown tool: nope/);
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
+
+  test("a hook that times out at two events in a row gets its server killed: one runner for the connection (SPEC 4.4)", async () => {
+    const { client, proxy, warnings } = await proxied(
+      "slow",
+      (t) => {
+        const server = new McpServer({ name: "slow", version: "1.0.0" }, { capabilities: { tools: {} } });
+        // Never answers within the hook timeout (its request is dropped when the call gives up).
+        server.registerTool(
+          "_Stop",
+          { description: "slow stop", inputSchema: z.object({}) },
+          () =>
+            new Promise((resolve) => setTimeout(() => resolve({ content: [{ type: "text", text: "late" }] }), 3000)),
+        );
+        return serveStdio(() => server, { transport: t as never });
+      },
+      { SPROUT_AGENT_HOOK_TIMEOUT_MS: "200" },
+    );
+    try {
+      const stop = { session_id: "cc-slow", hook_event_name: "Stop", stop_hook_active: "false", cwd: "/p" };
+      // Each event is a separate mcp_tool call: the count carries over from the first to the second.
+      const first = hookJson(await client.callTool({ name: "_Stop", arguments: stop }));
+      assert.equal(first?.decision, undefined);
+      assert.match(warnings.join("\n"), /timed out after 0\.2 s \(1\/2\)/);
+      await client.callTool({ name: "_Stop", arguments: stop });
+      assert.match(warnings.join("\n"), /timed out after 0\.2 s \(2\/2\); server killed/);
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
+
+  test("SubagentStart through the proxy: the child's context in Claude Code's JSON, and its calls name it in _meta", async () => {
+    const seen: HookRecord[] = [];
+    const { client, proxy } = await proxied(
+      "sub",
+      (t) => serveStdio(() => createSubagentHookServer((r) => seen.push(r)), { transport: t as never }),
+    );
+    try {
+      // As proxySettings substitutes them: a field the event lacks arrives as "".
+      const base = { session_id: "cc-3", cwd: "/p" };
+      const start = hookJson(
+        await client.callTool({
+          name: "_SubagentStart",
+          arguments: { ...base, hook_event_name: "SubagentStart", agent_id: "a1", agent_type: "Explore" },
+        }),
+      )!;
+      const specific = start.hookSpecificOutput as Record<string, string>;
+      assert.equal(specific.hookEventName, "SubagentStart");
+      assert.match(specific.additionalContext!, /"text":"Context for Explore: "/);
+      const tool = { hook_event_name: "PreToolUse", tool_name: "Read", tool_input: "{}", tool_use_id: "t1" };
+      await client.callTool({
+        name: "_PreToolUse",
+        arguments: { ...base, ...tool, agent_id: "a1", agent_type: "Explore" },
+      });
+      await client.callTool({ name: "_PreToolUse", arguments: { ...base, ...tool, agent_id: "", agent_type: "" } });
+      assert.deepEqual(seen.map((r) => [r.hook, r.agent, r.id ?? ""]), [
+        ["_SubagentStart", "Explore", "cc-3/a1"],
+        ["_PreToolUse", "Explore", "cc-3/a1"],
+        ["_PreToolUse", "main", ""],
+      ]);
     } finally {
       await client.close();
       await proxy.close();

@@ -8,7 +8,7 @@
  */
 
 import { type Config, hooksEnabledFor, type HookServers, loadConfig } from "../config/config.ts";
-import { HOOK_POINTS, type HookMeta, type HookName } from "../hooks/points.ts";
+import { HOOK_POINTS, type HookAgent, type HookMeta, type HookName } from "../hooks/points.ts";
 import { HookRunner } from "../hooks/runner.ts";
 import { createRegistry } from "../mcp/registry.ts";
 import type { McpServerConfig, ToolRegistry } from "../mcp/types.ts";
@@ -175,6 +175,12 @@ export interface FireOptions {
    * passes its one server: naming it is what enables its hooks.
    */
   allow?: HookServers;
+  /**
+   * The runner to call the hooks through, on `registry`; default a new one (the command
+   * bridge: one event per process). The proxy keeps one for the host session, so a server's
+   * consecutive timeouts count across events and the second kills it (SPEC 4.4).
+   */
+  runner?: HookRunner;
 }
 
 /**
@@ -256,8 +262,21 @@ export async function fireEvent(o: FireOptions): Promise<BridgeResult> {
   if (event.source !== undefined) meta.source = event.source;
   if (event.toolCall !== undefined) meta.toolCall = event.toolCall;
   if (event.toolResult !== undefined) meta.toolResult = event.toolResult;
-  const runner = new HookRunner({ registry, allow: o.allow ?? config.hookServers, timeoutMs: config.hookTimeoutMs });
-  const results = await runner.run(hook, meta, event.toolCall === undefined ? {} : { toolName: event.toolCall.name });
+  // The subagent points get the child's name; the host sends no task (SPEC 13.4's `task` is "").
+  if (HOOK_POINTS[hook].agent === "subagent") {
+    meta.subagent = { name: event.agent?.name ?? "", task: "" };
+  }
+  // A call about a subagent names it, as the agent's own children's calls do (SPEC 13.4): the
+  // host's agent id and type; depth 1 (a host's subagents spawn none); no tool call id.
+  const agent: HookAgent | undefined = event.agent === undefined
+    ? undefined
+    : { session: event.sessionId ?? "", id: event.agent.id, name: event.agent.name, depth: 1, toolCallId: "" };
+  const runner = o.runner ??
+    new HookRunner({ registry, allow: o.allow ?? config.hookServers, timeoutMs: config.hookTimeoutMs });
+  const results = await runner.run(hook, meta, {
+    ...(event.toolCall === undefined ? {} : { toolName: event.toolCall.name }),
+    ...(agent === undefined ? {} : { agent }),
+  });
   const answer = combineResults(hook, results, (server) => registry.isRequired(server));
   answer.notes.unshift(...notes);
   if (effect === "objection" && answer.block !== undefined && budget !== undefined) {

@@ -36,6 +36,7 @@ export const HOST_EVENTS: Readonly<Record<HostName, Readonly<Record<string, Hook
     PostToolUse: "_PostToolUse",
     PostToolUseFailure: "_PostToolUse",
     Stop: "_Stop",
+    SubagentStart: "_SubagentStart",
     SubagentStop: "_SubagentStop",
     PreCompact: "_PreCompact",
     SessionEnd: "_SessionEnd",
@@ -46,6 +47,7 @@ export const HOST_EVENTS: Readonly<Record<HostName, Readonly<Record<string, Hook
     PreToolUse: "_PreToolUse",
     PostToolUse: "_PostToolUse",
     Stop: "_Stop",
+    SubagentStart: "_SubagentStart",
     SubagentStop: "_SubagentStop",
     PreCompact: "_PreCompact",
     SessionEnd: "_SessionEnd",
@@ -115,6 +117,13 @@ export interface BridgeEvent {
   lastAssistantText: string;
   /** The host's `stop_hook_active`: this stop follows a block by a stop hook. */
   stopHookActive: boolean;
+  /**
+   * The subagent the event is about, when the host names one: Claude Code's and Codex's
+   * `agent_id` and `agent_type` (sent with `SubagentStart` and `SubagentStop`, and with every
+   * hook that fires inside a subagent), Copilot CLI's `agentName` (`subagentStop`). The hook
+   * call then carries `_meta["sprout-agent/agent"]` (SPEC 13.4), as the agent's own child's do.
+   */
+  agent?: { id: string; name: string };
 }
 
 /** The value of `record[key]` when it is a non-empty string. */
@@ -231,8 +240,18 @@ export function readEvent(host: HostName, payload: Record<string, unknown>, even
     stopHookActive: payload.stop_hook_active === true,
   };
   const effect = hook === undefined ? undefined : HOOK_POINTS[hook].effect;
-  // _SessionStart is the injecting point whose payload has a `source`.
-  if (effect === "injection" && typeof payload.source === "string") {
+  const agentId = str(payload, "agent_id");
+  const agentName = str(payload, "agent_type") ?? str(payload, "agentName");
+  if (agentId !== undefined || agentName !== undefined) {
+    // One of the two may be missing (Copilot CLI sends only the name): the other stands in.
+    out.agent = { id: agentId ?? agentName!, name: agentName ?? agentId! };
+  }
+  // _SessionStart is the injecting point whose payload has a `source` (Codex's SubagentStart
+  // carries SessionStart's fields too: a subagent's point takes none).
+  if (
+    effect === "injection" && hook !== undefined && HOOK_POINTS[hook].agent === undefined &&
+    typeof payload.source === "string"
+  ) {
     out.source = payload.source === "resume" || payload.source === "compact" ? "resume" : "startup";
   }
   if (effect === "deny" || effect === "append") {

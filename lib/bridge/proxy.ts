@@ -16,6 +16,7 @@
 
 import type { Config, HookServers } from "../config/config.ts";
 import { HOOK_POINTS, type HookName } from "../hooks/points.ts";
+import { HookRunner } from "../hooks/runner.ts";
 import { JsonRpcError, type JsonRpcId, type JsonRpcMessage, METHOD_NOT_FOUND } from "../mcp/jsonrpc.ts";
 import { type ConnectFn, createRegistry } from "../mcp/registry.ts";
 import {
@@ -129,6 +130,8 @@ export class HookProxy {
   #failure = "";
   #conn: McpConnection | undefined;
   #counts = new Map<string, number>();
+  /** One runner for the connection's life: a server's consecutive hook timeouts count across events (SPEC 4.4). */
+  #runner: { registry: ToolRegistry; runner: HookRunner } | undefined;
   #inFlight = new Map<JsonRpcId, AbortController>();
   #closed = false;
 
@@ -335,6 +338,12 @@ export class HookProxy {
         return say(failOpen("claude", `Server "${o.server.name}" is not running: ${this.#failure}`, PREFIX));
       }
       const allow: HookServers = { kind: "only", names: [o.server.name] };
+      if (this.#runner?.registry !== registry) {
+        this.#runner = {
+          registry,
+          runner: new HookRunner({ registry, allow, timeoutMs: o.config.hookTimeoutMs }),
+        };
+      }
       return say(
         await fireEvent({
           host: "claude",
@@ -346,6 +355,7 @@ export class HookProxy {
           notes: [],
           requiredDown: [],
           allow,
+          runner: this.#runner.runner,
           forgetSubagentBudget: () => void this.#counts.delete(`${event.sessionId ?? ""}\nsubagent`),
         }),
       );

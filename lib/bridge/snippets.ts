@@ -58,9 +58,11 @@ export function hookSettings(host: HostName, command = "sprout-agent"):
  */
 const PROXY_FIELDS: Readonly<Record<string, readonly string[]>> = {
   Stop: ["stop_hook_active", "last_assistant_message"],
-  SubagentStop: ["stop_hook_active", "last_assistant_message"],
-  PreToolUse: ["tool_name", "tool_input", "tool_use_id"],
-  PostToolUse: ["tool_name", "tool_input", "tool_use_id", "tool_response"],
+  SubagentStart: ["agent_id", "agent_type"],
+  SubagentStop: ["agent_id", "agent_type", "stop_hook_active", "last_assistant_message"],
+  // agent_id and agent_type: set when the tool call is a subagent's (else "", dropped).
+  PreToolUse: ["tool_name", "tool_input", "tool_use_id", "agent_id", "agent_type"],
+  PostToolUse: ["tool_name", "tool_input", "tool_use_id", "tool_response", "agent_id", "agent_type"],
   UserPromptSubmit: [],
   PreCompact: [],
   SessionEnd: [],

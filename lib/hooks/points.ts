@@ -78,9 +78,9 @@ export interface HookPoint {
    */
   readonly reportedBy?: "compaction";
   /**
-   * Whose turn the point ends, for an `"objection"` point: `"subagent"` when it fires for a
-   * subagent's turn (its objections spend the child's own budget, SPEC 13.4); absent: the
-   * session's own agent.
+   * Whose point it is: `"subagent"` for the points that fire only for a subagent's session
+   * (`_SubagentStart`, `_SubagentStop`: their `_meta` has `subagent`, and an objection spends
+   * the child's own budget, SPEC 13.4); absent: the session's own agent's (or any agent's).
    */
   readonly agent?: "subagent";
 }
@@ -165,6 +165,7 @@ export const HOOK_POINTS: Readonly<Record<HookName, HookPoint>> = {
     input:
       '`round`: 1; `subagent`: its name and task; `_meta["sprout-agent/agent"]` names the child (SPEC section 13.4).',
     effect: "injection",
+    agent: "subagent",
     where: "AgentSession#run (lib/agent/loop.ts) of the child session, in place of _UserPromptSubmit",
   },
   _SubagentStop: {

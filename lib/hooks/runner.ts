@@ -198,14 +198,17 @@ export class HookRunner {
    * with one result per server in configuration order once every call has ended; never
    * throws. Events are emitted in the same order, to `options.onEvent` when given (a call
    * outside a prompt), else to the runner's `onEvent`. `options.toolName` (the tool points)
-   * keeps only the hooks that apply to that qualified tool name.
+   * keeps only the hooks that apply to that qualified tool name. `options.agent` names the
+   * agent of this call instead of the runner's (the hook bridge's proxy: one runner for a
+   * host session, whose events come from its subagents too).
    */
   async run(
     hook: HookName,
     meta: HookMeta,
-    options: { onEvent?: (event: AgentEvent, span?: SpanIds) => void; toolName?: string } = {},
+    options: { onEvent?: (event: AgentEvent, span?: SpanIds) => void; toolName?: string; agent?: HookAgent } = {},
   ): Promise<HookResult[]> {
     const emit = options.onEvent ?? this.#onEvent;
+    const agent = options.agent ?? this.#agent;
     const hookMeta: { event: string } & HookMeta = { event: HOOK_POINTS[hook].event, ...meta };
     const targets = this.targets(hook, options.toolName);
     // Each call is a span of its own, under the current one; its `_meta` names it (SPEC 10).
@@ -227,7 +230,7 @@ export class HookRunner {
           // an observer never breaks a run
         }
       }
-      return inSpan(span, () => this.#callOne(server, hook, hookMeta));
+      return inSpan(span, () => this.#callOne(server, hook, hookMeta, agent));
     }));
     for (const [i, result] of results.entries()) {
       const event: Extract<AgentEvent, { type: "hook" }> = {
@@ -273,7 +276,12 @@ export class HookRunner {
     return { results, injected, items: injectionItems(hook, injected, this.#registry, history) };
   }
 
-  async #callOne(server: string, hook: HookName, hookMeta: { event: string } & HookMeta): Promise<HookResult> {
+  async #callOne(
+    server: string,
+    hook: HookName,
+    hookMeta: { event: string } & HookMeta,
+    agent: HookAgent | undefined,
+  ): Promise<HookResult> {
     const start = this.#now();
     const done = (fields: Omit<HookResult, "server" | "durationMs">): HookResult => ({
       server,
@@ -290,13 +298,13 @@ export class HookRunner {
           afterObjection: false,
           prompt: 0,
           ...structuredClone(hookMeta),
-          ...(this.#agent === undefined ? {} : { agent: { ...this.#agent } }),
+          ...(agent === undefined ? {} : { agent: { ...agent } }),
         })
         : await this.#registry.callHook(server, hook, {
           timeoutMs: this.#timeoutMs,
-          meta: this.#agent === undefined
+          meta: agent === undefined
             ? { "sprout-agent/hook": hookMeta }
-            : { "sprout-agent/hook": hookMeta, "sprout-agent/agent": this.#agent },
+            : { "sprout-agent/hook": hookMeta, "sprout-agent/agent": agent },
         });
     } catch (error) {
       if (error instanceof AgentError && error.code === "timeout") return done(this.#timedOut(server, hook));
