@@ -1,6 +1,6 @@
 /**
  * W3C trace context (https://www.w3.org/TR/trace-context/): `traceparent` parsed, checked and
- * formatted, new ids from `crypto.getRandomValues`, and the span the code runs in now, kept in
+ * formatted, new ids from `Math.random` (see `randomHex`), and the span the code runs in now, kept in
  * an `AsyncLocalStorage` so that every MCP request sent inside it carries it in `params._meta`
  * (SEP-414, SPEC section 10) without each caller passing it along.
  * @module
@@ -84,10 +84,15 @@ export function formatTraceparent(context: Pick<TraceContext, "traceId" | "spanI
   return `00-${context.traceId}-${context.spanId}-${context.flags}`;
 }
 
+/**
+ * `bytes` random bytes as hex, from `Math.random`, as OpenTelemetry JS's own id generator
+ * makes them: ids must be unique, not secret (W3C Trace Context), and
+ * `crypto.getRandomValues` would load Node's whole Web Crypto layer into every run (about 3 ms
+ * of a start-up, paid by a command hook on every event; docs/PERFORMANCE.md).
+ */
 function randomHex(bytes: number): string {
-  const buffer = crypto.getRandomValues(new Uint8Array(bytes));
   let hex = "";
-  for (const byte of buffer) hex += byte.toString(16).padStart(2, "0");
+  for (let i = 0; i < bytes; i++) hex += Math.floor(Math.random() * 256).toString(16).padStart(2, "0");
   return ZEROS.test(hex) ? randomHex(bytes) : hex;
 }
 
