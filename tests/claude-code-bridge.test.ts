@@ -4,14 +4,15 @@
  * Anthropic server (issue 24): `cli.ts hook-bridge` as its command hook, installed with the
  * settings `hook-bridge --print-config claude` prints. A todo-enforcer objection makes Claude Code
  * continue its turn; a tool-guard `_PreToolUse` deny blocks its tool; session and prompt context
- * reach its model; our `_Stop` budget ends its loop; an unreachable server fails open.
+ * reach its model; our `_Stop` budget ends its loop; an unreachable server fails open; a
+ * subagent gets `_SubagentStart`'s context and `_SubagentStop`'s objection under its own budget.
  * Runs under each of the three runtimes: the bridge Claude Code spawns on every event runs under
  * the runtime running this file (about 6 s a runner once Claude Code is installed; the first run
  * installs it, a minute or two, one runner installing while the others wait).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -194,6 +195,72 @@ describe("Claude Code with cli.ts hook-bridge as its command hook", { skip }, ()
     assert.match(run.stdout, /Stopping, take 3\./);
     // Its SessionEnd forgot the session's budget: no state file is left.
     assert.deepEqual(readdirSync(join(root, "state", "sprout-agent", "bridge")), []);
+  });
+
+  test("Claude Code's subagent: SubagentStart's context reaches the child's model, the child's calls name it, SubagentStop objects under the child's budget", async () => {
+    const log = join(root, "subagent-hooks.log");
+    const [command, ...args] = tsCommand(
+      join(repoRoot, "tests/fixtures/subagent-hook-server.ts"),
+      runtime() === "node" ? "bun" : runtime(),
+    );
+    const cwd = project(root, "subagent", { sub: { command, args, env: { SUBAGENT_HOOK_LOG: log } } });
+    const TASK = "Count the files in this folder";
+    const isChild = (messages: Message[]) =>
+      messages.some((m) => textOf(m).includes(TASK)) && !messages.some((m) => textOf(m).includes("Delegate the count"));
+    await fake?.close();
+    fake = await startClaudeFake((request) => {
+      const messages = messagesOf(request.body).filter((m) => m.role !== "system");
+      const all = messages.map(textOf).join("\n");
+      // The child's requests hold the task the parent delegated, not the parent's prompt.
+      if (isChild(messages)) return { text: "Found 3 files." };
+      if (all.includes("Found 3 files.")) return { text: "The subagent found 3 files." };
+      // Claude Code 2.1 runs the subagent in the background: its tool result names the task's
+      // output file, and the child's report comes back as a later notification.
+      if (all.includes("output_file:")) return { text: "Waiting for the subagent." };
+      // Claude Code's delegation tool (Agent, formerly Task), as its request lists it.
+      const tools = (request.body["tools"] ?? []) as Array<{ name: string }>;
+      const name = tools.find((t) => t.name === "Agent" || t.name === "Task")?.name ?? "Agent";
+      return {
+        toolCalls: [{
+          name,
+          arguments: { description: "Count files", prompt: TASK, subagent_type: "general-purpose" },
+        }],
+      };
+    });
+    const run = await runClaude({
+      bin,
+      fake,
+      cwd,
+      home,
+      prompt: "Delegate the count",
+      args: [...noServers, "--allowedTools", "Agent,Task"],
+      // One objection per child: the stdio server starts afresh at each event and cannot
+      // remember that it objected, so the child's own budget ends its loop.
+      env: { MCP_HOOK_SERVERS: "sub", SPROUT_AGENT_STOP_MAX_REJECTIONS: "1", XDG_STATE_HOME: join(root, "state") },
+      timeoutMs: 90_000,
+    });
+    const seenTurns = () =>
+      JSON.stringify(fake!.turns().map((t) => messagesOf(t.body).map(textOf).join(" | ").slice(-400)));
+    assert.equal(run.code, 0, `${run.stderr}\n${run.stdout.slice(0, 2000)}\n${seenTurns()}`);
+    assert.match(run.stdout, /The subagent found 3 files\./);
+    const childTurns = fake.turns().filter((t) => isChild(messagesOf(t.body).filter((m) => m.role !== "system")));
+    // _SubagentStop objected once ("Check your work once more"): the child ran a second turn,
+    // and its budget (1) let the second stop through without calling the server.
+    assert.equal(childTurns.length, 2, JSON.stringify(fake.turns().map((t) => messagesOf(t.body).map(textOf))));
+    const childText = messagesOf(childTurns[0]!.body).map(textOf).join("\n");
+    assert.match(childText, /"hook":"_SubagentStart","server":"sub","text":"Context for general-purpose: "/);
+    assert.match(messagesOf(childTurns[1]!.body).map(textOf).join("\n"), /Check your work once more/);
+    const records = readFileSync(log, "utf8").trim().split("\n").map((l) =>
+      JSON.parse(l) as { hook: string; agent: string }
+    );
+    const calls = records.map((r) => `${r.hook} ${r.agent}`);
+    assert.deepEqual(calls.filter((c) => c.startsWith("_Subagent")), [
+      "_SubagentStart general-purpose",
+      "_SubagentStop general-purpose",
+    ]);
+    // The parent's own calls carry no agent: its _Stop ran for it alone.
+    assert.ok(calls.includes("_Stop main"), calls.join(", "));
+    assert.ok(!calls.includes("_Stop general-purpose"), calls.join(", "));
   });
 
   test("C46 a bridge that cannot reach its hook server fails open: Claude Code ends its turn; a hook exiting 2 would block it", async () => {
