@@ -5,9 +5,9 @@
  * @module
  */
 import { spawn } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import process from "node:process";
 import assert from "node:assert/strict";
 import { repoRoot } from "./runtime.ts";
@@ -76,13 +76,44 @@ export interface Packed {
 
 let packed: Promise<Packed> | undefined;
 
+/** The lock folder `npm pack` runs under; one left by a killed process is taken over after 5 minutes. */
+const PACK_LOCK = join(repoRoot, "node_modules", ".cache", "sprout-agent-tests", "npm-pack.lock");
+
+/** Runs `job` holding {@link PACK_LOCK} (a folder made with `mkdir`, polled every 200 ms). */
+async function withPackLock<T>(job: () => Promise<T>): Promise<T> {
+  mkdirSync(dirname(PACK_LOCK), { recursive: true });
+  for (;;) {
+    try {
+      mkdirSync(PACK_LOCK);
+      break;
+    } catch {
+      let age = 0;
+      try {
+        age = Date.now() - statSync(PACK_LOCK).mtimeMs;
+      } catch { /* released meanwhile */ }
+      if (age > 300_000) rmSync(PACK_LOCK, { recursive: true, force: true });
+      else await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  try {
+    return await job();
+  } finally {
+    rmSync(PACK_LOCK, { recursive: true, force: true });
+  }
+}
+
 /** `npm pack` of the repository, once per process; later calls share the first tarball. */
 export function packOnce(): Promise<Packed> {
   packed ??= (async () => {
     const dir = mkdtempSync(join(tmpdir(), "sprout-pack-"));
     process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    // One `npm pack` at a time across the test processes: its `prepack` build empties dist/
+    // first, so a second pack at the same moment would miss files (seen under Bun's parallel
+    // workers: "dist/mod.js is missing from the tarball").
     const out = ok(
-      await run("npm", ["pack", "--json", "--pack-destination", dir], repoRoot),
+      await withPackLock(() =>
+        run("npm", ["pack", "--json", "--pack-destination", dir], repoRoot, offlineEnv(), 180_000)
+      ),
       "npm pack",
     );
     const [first] = JSON.parse(out.replace(/^[^[]*/, "")) as Array<
