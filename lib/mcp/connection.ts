@@ -392,7 +392,7 @@ export class Connection implements McpConnection {
   async #requestRaw(
     method: string,
     params: Record<string, unknown>,
-    options: McpRequestOptions,
+    options: McpRequestOptions & { timeoutMessage?: string },
   ): Promise<unknown> {
     if (this.#dead && this.#exit) {
       throw new AgentError(
@@ -405,8 +405,9 @@ export class Connection implements McpConnection {
     if (this.#closing || this.#dead) {
       throw new AgentError("mcp", `Cannot send "${method}" to server "${this.#name}": server not connected`);
     }
-    const requestOptions: { timeoutMs?: number; signal?: AbortSignal } = {};
+    const requestOptions: { timeoutMs?: number; signal?: AbortSignal; timeoutMessage?: string } = {};
     if (options.timeoutMs !== undefined) requestOptions.timeoutMs = options.timeoutMs;
+    if (options.timeoutMessage !== undefined) requestOptions.timeoutMessage = options.timeoutMessage;
     if (options.signal !== undefined) requestOptions.signal = options.signal;
     let result: unknown;
     try {
@@ -467,8 +468,12 @@ export class Connection implements McpConnection {
     const inputSignal = AbortSignal.any([signal, asking.signal]);
     const call: ActiveCall = { tool: name, callId: options.callId, signal: inputSignal, asking: 0, waited: false };
     this.#calls.add(call);
-    const leg = (ms?: number, detached = false): McpRequestOptions => {
-      const out: McpRequestOptions = {};
+    const leg = (
+      ms?: number,
+      detached = false,
+      method = "tools/call",
+    ): McpRequestOptions & { timeoutMessage?: string } => {
+      const out: McpRequestOptions & { timeoutMessage?: string } = {};
       if (options.signal !== undefined && !detached) out.signal = options.signal;
       if (options.meta !== undefined) out.meta = options.meta;
       const left = Math.min(
@@ -476,6 +481,13 @@ export class Connection implements McpConnection {
         detached ? Number.POSITIVE_INFINITY : deadline - Date.now(),
       );
       if (Number.isFinite(left)) out.timeoutMs = Math.max(1, left);
+      // A leg waits for what is left of the call's time: its timeout names the call's own
+      // (`timeoutMs`), not the remainder (149 ms of a 150 ms call would read "0.1 s").
+      if (ms === undefined && !detached && timeoutMs !== undefined) {
+        out.timeoutMessage = `Request "${method}" to server "${this.#name}" timed out after ${
+          formatSeconds(timeoutMs)
+        } s`;
+      }
       return out;
     };
     const params: Record<string, unknown> = { name, arguments: args };
@@ -505,7 +517,7 @@ export class Connection implements McpConnection {
           input: this.#options.input,
           inputContext,
           request: async (method, p, ms, detached) =>
-            asRecord(await this.#requestRaw(method, p, leg(ms, detached)), this.#name),
+            asRecord(await this.#requestRaw(method, p, leg(ms, detached, method)), this.#name),
           onProgress: options.onProgress,
         });
       }
