@@ -77,6 +77,9 @@ function asRecord(value: unknown, name: string): Record<string, unknown> {
 /** How many of a process's first stderr lines are kept to be compared with the next start's. */
 const MAX_REPEATED_STDERR_LINES = 200;
 
+/** A request's options, with the message its timeout rejects with (a tool call's legs name the call's own timeout). */
+type LegOptions = McpRequestOptions & { timeoutMessage?: string };
+
 /**
  * One connection, not yet started: `connectMcp` calls {@link Connection.start}, then
  * {@link Connection.connected}, or {@link Connection.kill} when starting failed.
@@ -392,7 +395,7 @@ export class Connection implements McpConnection {
   async #requestRaw(
     method: string,
     params: Record<string, unknown>,
-    options: McpRequestOptions & { timeoutMessage?: string },
+    options: LegOptions,
   ): Promise<unknown> {
     if (this.#dead && this.#exit) {
       throw new AgentError(
@@ -472,8 +475,8 @@ export class Connection implements McpConnection {
       ms?: number,
       detached = false,
       method = "tools/call",
-    ): McpRequestOptions & { timeoutMessage?: string } => {
-      const out: McpRequestOptions & { timeoutMessage?: string } = {};
+    ): LegOptions => {
+      const out: LegOptions = {};
       if (options.signal !== undefined && !detached) out.signal = options.signal;
       if (options.meta !== undefined) out.meta = options.meta;
       const left = Math.min(
