@@ -3,9 +3,11 @@
 // rewritten to `.js`), and this script rewrites the relative `.ts` specifiers tsc leaves in
 // the `.d.ts` files, so plain Node ≥ 20 and tsc consumers need neither tsx nor
 // `allowImportingTsExtensions`. Then esbuild replaces tsc's dist/cli.js with the CLI as one
-// file plus its ACP part (issue 21; see buildCli below). Plain JavaScript: runs on Node
+// file plus its ACP part (issue 21; see buildCli below), and a bin that starts `hook-bridge`
+// from a V8 code cache (issue 24; see buildBridge below). Plain JavaScript: runs on Node
 // without tsx.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
@@ -38,9 +40,10 @@ function walk(dir) {
 walk(dist);
 
 await buildCli();
+await buildBridge();
 
 /**
- * dist/cli.js, the `bin`: one esbuild bundle of cli.ts and everything `run` and `hooks` load
+ * dist/cli.js: one esbuild bundle of cli.ts and everything `run` and `hooks` load
  * (53 modules as tsc emits them; Node resolves, reads and links each one at every start), and
  * dist/cli-acp.js, what only `acp` loads (lib/acp/ and the console redirection), imported
  * when `acp` is chosen, so that no other command reads or parses it.
@@ -160,4 +163,91 @@ async function buildCli() {
     process.exit(1);
   }
   chmodSync(join(dist, "cli.js"), 0o755);
+}
+
+/**
+ * dist/bin.cjs, the package's `bin`, and dist/cli-bridge.cjs, `hook-bridge` alone as one
+ * CommonJS bundle. A host spawns a command hook on every event, so the bridge's start is paid
+ * per event, and most of it, under Node, is compiling JavaScript, which a V8 code cache saves
+ * (docs/BRIDGE.md, docs/PERFORMANCE.md). Node 20 has no code cache for ES modules
+ * (`module.enableCompileCache` came with Node 22.1; `vm.SourceTextModule` needs
+ * `--experimental-vm-modules`), so the bridge is CommonJS, which dist/bin.cjs compiles with
+ * `vm.Script` and the cache; every other command, and every other runtime, imports
+ * dist/cli.js. The bin is CommonJS as well: an ES module entry costs Node its ES module loader,
+ * about 2.5 ms of each event. The cache file is named after the bridge bundle's content hash,
+ * written into dist/bin.cjs here, because V8 checks a cache against the source's length, not
+ * its text.
+ */
+async function buildBridge() {
+  const esbuild = createRequire(import.meta.url)("esbuild");
+  // No `import()` in the bundle: a script compiled by `vm.Script` needs an
+  // `importModuleDynamically` for it, which on Node 20 is experimental (a warning on stderr)
+  // and is lost when the script comes from a code cache. The bridge imports only `node:`
+  // builtins dynamically, so each becomes a `require` (its exports are the namespace's): at
+  // the top of a module (lib/cli/files.ts: what a Node before 20.16 loads; dist/bin.cjs runs
+  // this bundle only where process.getBuiltinModule exists) without the `await`, which
+  // CommonJS lacks, elsewhere in a resolved promise.
+  const topLevelImport = /^((?:let|const) [^\n]*?)await import\(("node:[a-z_/]+")\)/gm;
+  const builtinImport = /(?<!typeof )\bimport\(("node:[a-z_/]+")\)/g; // not in a type
+  const bridge = await esbuild.build({
+    absWorkingDir: root,
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    packages: "external",
+    logLevel: "warning",
+    metafile: true,
+    write: false,
+    outfile: join(dist, "cli-bridge.cjs"),
+    stdin: {
+      contents: [
+        `import process from "node:process";`,
+        `import { hookBridge } from "./lib/cli/hook-bridge.ts";`,
+        `import { exitWhenDone } from "./lib/cli/io.ts";`,
+        `exitWhenDone(hookBridge(process.argv.slice(3)));`,
+      ].join("\n"),
+      resolveDir: root,
+      sourcefile: "dist-cli-bridge-entry.js",
+      loader: "js",
+    },
+    plugins: [{
+      name: "top-level-require",
+      setup(build) {
+        build.onLoad({ filter: /\/lib\/.*\.ts$/ }, (args) => ({
+          contents: readFileSync(args.path, "utf8").replace(topLevelImport, "$1require($2)")
+            .replace(builtinImport, "Promise.resolve(require($1))"),
+          loader: "ts",
+        }));
+      },
+    }],
+  });
+  const external = Object.values(bridge.metafile.outputs).flatMap((o) => o.imports)
+    .filter((i) => i.external && !i.path.startsWith("node:"));
+  if (external.length > 0) {
+    console.error(
+      `build: dist/cli-bridge.cjs imports ${
+        external.map((i) => i.path).join(", ")
+      }: only node: builtins may stay outside`,
+    );
+    process.exit(1);
+  }
+  const code = bridge.outputFiles[0].contents;
+  const dynamic = /\bimport\(/.exec(bridge.outputFiles[0].text);
+  if (dynamic !== null) {
+    const at = bridge.outputFiles[0].text.slice(dynamic.index, dynamic.index + 60);
+    console.error(
+      `build: dist/cli-bridge.cjs has a dynamic import (${at}…), which vm.Script cannot run from a code cache`,
+    );
+    process.exit(1);
+  }
+  writeFileSync(join(dist, "cli-bridge.cjs"), code);
+  const hash = createHash("sha256").update(code).digest("hex").slice(0, 16);
+  const bin = readFileSync(join(root, "scripts", "bin.cjs"), "utf8");
+  if (!bin.includes("@BRIDGE_HASH@")) {
+    console.error("build: scripts/bin.cjs has no @BRIDGE_HASH@ for the bundle's hash");
+    process.exit(1);
+  }
+  writeFileSync(join(dist, "bin.cjs"), bin.replaceAll("@BRIDGE_HASH@", hash));
+  chmodSync(join(dist, "bin.cjs"), 0o755);
 }

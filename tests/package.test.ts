@@ -8,10 +8,21 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtinRecorder, readRecorded } from "./helpers/builtins.ts";
+import { fixtureConfig } from "./helpers/cli.ts";
 import { offlineEnv, ok, packOnce, run } from "./helpers/pack.ts";
 import { repoRoot, runsOnce } from "./helpers/runtime.ts";
 
@@ -267,6 +278,78 @@ console.log(JSON.stringify({ location: store.location, message, resolved: import
     assert.deepEqual(loaded.filter((u) => ["node:child_process", "node:crypto", "node:util"].includes(u)), []);
     assert.equal(JSON.parse(ok(acpRun, "node dist/cli.js acp")).result.agentInfo.name, "sprout-agent");
     assert.deepEqual(ours(readRecorded(join(dir, "acp.log"))), ["cli.js", "cli-acp.js"]);
+  });
+
+  // Issue 24: a host spawns the bridge on every event; under Node the bin (dist/bin.cjs)
+  // compiles dist/cli-bridge.cjs with a V8 code cache (scripts/bin.cjs).
+  test("under Node the bin runs hook-bridge from a code cache: written once, then read; a corrupt one rewritten; none is no failure", async () => {
+    assert.deepEqual(files.filter((f) => /^dist\/[^/]*\.cjs$/.test(f)).sort(), ["dist/bin.cjs", "dist/cli-bridge.cjs"]);
+    const config = fixtureConfig(dir, { nag: { FIXTURE_STOP: "Not yet.", FIXTURE_NO_TOOLS: "1" } });
+    const stop = join(dir, "stop.json");
+    writeFileSync(
+      stop,
+      JSON.stringify({ session_id: "cache-1", cwd: project, hook_event_name: "Stop", stop_hook_active: false }),
+    );
+    const cacheHome = join(dir, "cache-home");
+    const cache = join(cacheHome, "sprout-agent");
+    let runs = 0;
+    // Through node_modules/.bin, as a host's `sprout-agent hook-bridge` runs it.
+    const bridge = async (extra: Record<string, string> = {}) => {
+      const ran = await run(
+        "sh",
+        [
+          "-c",
+          `node "$0" hook-bridge --host claude --mcp-config "$1" < "$2"`,
+          join(project, "node_modules/.bin/sprout-agent"),
+          config,
+          stop,
+        ],
+        project,
+        // A state folder per run: each stop is a first objection of its session.
+        offlineEnv({
+          MCP_HOOK_SERVERS: "nag",
+          XDG_CACHE_HOME: cacheHome,
+          XDG_STATE_HOME: join(dir, `bridge-state-${runs++}`),
+          ...extra,
+        }),
+      );
+      assert.equal(ran.code, 0, ran.stderr);
+      const answer = JSON.parse(ran.stdout) as { decision: string; reason: string };
+      assert.equal(answer.decision, "block", ran.stdout);
+      assert.equal(JSON.parse(answer.reason).text, "Not yet.");
+      return ran;
+    };
+    const nodeVersion = ok(await run("node", ["-p", "`${process.version}-${process.arch}`"], project), "node -p")
+      .trim();
+    // A cache of another build for this Node is removed when this build's is written.
+    mkdirSync(cache, { recursive: true });
+    const stale = join(cache, `cli-bridge-0000000000000000-${nodeVersion}.bin`);
+    writeFileSync(stale, "stale");
+    assert.equal((await bridge()).stderr, "");
+    const written = readdirSync(cache);
+    assert.equal(written.length, 1, written.join(", "));
+    assert.match(written[0]!, new RegExp(`^cli-bridge-[0-9a-f]{16}-${nodeVersion.replace(/\./g, "\\.")}\\.bin$`));
+    const file = join(cache, written[0]!);
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    const first = readFileSync(file);
+    assert.ok(first.length > 10_000, `a cache of ${first.length} bytes`);
+    // Read, not written again: V8 accepted it (a rejected cache is rewritten).
+    const before = statSync(file).mtimeMs;
+    await bridge();
+    assert.equal(statSync(file).mtimeMs, before);
+    assert.deepEqual(readdirSync(cache), written);
+    // A corrupt cache: the same answer, and a good cache in its place.
+    writeFileSync(file, "x".repeat(first.length));
+    await bridge();
+    assert.notEqual(readFileSync(file, "utf8"), "x".repeat(first.length));
+    // No cache at all: `off`, a folder that cannot be made, a relative folder (said on stderr).
+    const offHome = join(dir, "cache-off");
+    await bridge({ XDG_CACHE_HOME: offHome, SPROUT_AGENT_CODE_CACHE_DIR: "off" });
+    assert.equal(existsSync(join(offHome, "sprout-agent")), false); // (the fixture server, under Bun, caches in offHome/bun)
+    assert.equal((await bridge({ SPROUT_AGENT_CODE_CACHE_DIR: join(stop, "below-a-file") })).stderr, "");
+    const relative = await bridge({ SPROUT_AGENT_CODE_CACHE_DIR: "cache" });
+    assert.match(relative.stderr, /Invalid SPROUT_AGENT_CODE_CACHE_DIR "cache": expected an absolute folder or off/);
+    assert.equal(existsSync(join(project, "cache")), false);
   });
 
   // Last: it adds @opentelemetry/api to the project (a copy of the repository's: no registry here).

@@ -9,7 +9,9 @@
 
 import process from "node:process";
 import { killAllServers } from "../mcp/exit.ts";
+import { AgentError } from "../util/errors.ts";
 import { FLUSH_TIMEOUT_MS, type TrackedOutput, trackedOutput } from "../util/output.ts";
+import { redact } from "../util/redact.ts";
 import { formatSeconds } from "../util/time.ts";
 
 /**
@@ -88,6 +90,32 @@ export function exit(code: number): void {
       }
       const lost = stdoutLost ?? (flushed ? undefined : 1);
       process.exit(code === 0 && lost !== undefined ? lost : code);
+    },
+  );
+}
+
+/**
+ * Ends the process with the exit status `work` resolves to ({@link exit}), or, when it
+ * rejects, with one line on stderr (`sprout-agent: MESSAGE`, secrets redacted; the stack only
+ * for an error that is not an `AgentError`) and 2 for a usage, configuration or session error
+ * (the caller's to fix, SPEC 12.6), 3 for a required server that could not start (SPEC 3.1),
+ * 1 for the rest. Used by `runCli` and by the package's hook-bridge bundle (scripts/build.mjs).
+ */
+export function exitWhenDone(work: Promise<number>): void {
+  work.then(
+    (code) => exit(code),
+    (error: unknown) => {
+      const usage = error instanceof AgentError &&
+        (error.code === "config" || error.code === "usage" || error.code === "session");
+      const text = usage || error instanceof AgentError
+        ? (error as Error).message
+        : error instanceof Error
+        ? error.stack ?? error.message
+        : String(error);
+      stderr().write(`sprout-agent: ${redact(text, printed.secrets)}\n`);
+      // createAgent throws nothing else of the code mcp-connect.
+      const required = error instanceof AgentError && error.code === "mcp-connect";
+      exit(usage ? 2 : required ? 3 : 1);
     },
   );
 }

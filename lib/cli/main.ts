@@ -6,10 +6,9 @@
  */
 
 import { AgentError } from "../util/errors.ts";
-import { redact } from "../util/redact.ts";
 import { VERSION } from "../util/version.ts";
 import { USAGE } from "./args.ts";
-import { exit, printed, stderr, stdout } from "./io.ts";
+import { exitWhenDone, stderr, stdout } from "./io.ts";
 import { closest } from "./suggest.ts";
 
 /** The commands, and the words that stand for `--help` and `--version`, for "did you mean". */
@@ -50,24 +49,8 @@ async function main(argv: string[]): Promise<number> {
 
 /**
  * Runs the command line `argv` (without the runtime and script: `process.argv.slice(2)`) and
- * ends the process with its exit status (SPEC section 11). Never returns normally.
+ * ends the process with its exit status (SPEC section 11, {@link exitWhenDone}). Never returns normally.
  */
 export function runCli(argv: string[]): void {
-  main(argv).then(
-    (code) => exit(code),
-    (error: unknown) => {
-      // A session id that is bad, unknown or in use (SPEC 12.6) is the caller's to fix: 2.
-      const usage = error instanceof AgentError &&
-        (error.code === "config" || error.code === "usage" || error.code === "session");
-      const text = usage || error instanceof AgentError
-        ? (error as Error).message
-        : error instanceof Error
-        ? error.stack ?? error.message
-        : String(error);
-      stderr().write(`sprout-agent: ${redact(text, printed.secrets)}\n`);
-      // 3: a required server (SPEC 3.1) could not start; createAgent throws nothing else of that code.
-      const required = error instanceof AgentError && error.code === "mcp-connect";
-      exit(usage ? 2 : required ? 3 : 1);
-    },
-  );
+  exitWhenDone(main(argv));
 }
