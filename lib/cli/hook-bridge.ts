@@ -118,10 +118,14 @@ export function mergeInto(file: string, snippet: Record<string, unknown>, comman
   return 0;
 }
 
-async function readStdin(): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Uint8Array);
-  return Buffer.concat(chunks).toString("utf8");
+/** All of stdin as UTF-8. By its events: an async iterator over the stream costs Node about 0.5 ms of each event. */
+function readStdin(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Uint8Array[] = [];
+    process.stdin.on("data", (chunk: Uint8Array) => chunks.push(chunk))
+      .once("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
+      .once("error", reject);
+  });
 }
 
 /** `cli.ts hook-bridge ARGS…`. Resolves with the exit status: 0, except 1 for a bad `--print-config` line. Never throws. */

@@ -104,6 +104,8 @@ export class Connection implements McpConnection {
   #dead = false;
   #exit: McpExitInfo | undefined;
   #changes: ToolListChanges;
+  /** The `tools/list` sent beside `server/discover` (`prefetchTools`), until used or dropped. */
+  #prefetched: Promise<{ result: Record<string, unknown> } | undefined> | undefined;
   /** The first stderr lines of the last process spawned, for {@link #stderrOnce}. */
   #stderrLines: string[] = [];
   /** Tools the last list marked `execution.taskSupport: "required"`: called as tasks (legacy era). */
@@ -175,7 +177,7 @@ export class Connection implements McpConnection {
     }
     if (pinned === "legacy") return this.#initialize(deadline);
     if (pinned === "modern") {
-      const probe = await this.#probe(deadline, false);
+      const probe = await this.#prefetchBeside(this.#probe(deadline, false), deadline);
       if (probe.kind !== "modern") {
         throw new AgentError(
           "mcp-connect",
@@ -185,7 +187,7 @@ export class Connection implements McpConnection {
       this.#useModern(probe);
       return this.#changes.subscribe(deadline);
     }
-    const probe = await this.#probe(deadline, true);
+    const probe = await this.#prefetchBeside(this.#probe(deadline, true), deadline);
     if (probe.kind === "modern") {
       this.#useModern(probe);
       await this.#changes.subscribe(deadline);
@@ -354,10 +356,26 @@ export class Connection implements McpConnection {
     });
   }
 
+  /**
+   * With `prefetchTools`, over HTTP: sends the first `tools/list` in the modern era's shape
+   * right after the probe (already sent: `probeEra` sends before its first await).
+   */
+  #prefetchBeside(probe: Promise<Probe>, deadline: number): Promise<Probe> {
+    if (this.#options.prefetchTools !== true || this.#http === undefined) return probe;
+    this.#prefetched = this.#peer.request(
+      "tools/list",
+      { _meta: this.#meta(undefined, MODERN_PROTOCOL_VERSION) },
+      { timeoutMs: remainingMs(deadline) },
+    ).then((result) => ({ result: decodeResult(result, { name: this.#name, method: "tools/list" }) }))
+      .catch(() => undefined);
+    return probe;
+  }
+
   #useModern(probe: { version: string; result: Record<string, unknown> }): void {
     this.era = "modern";
     this.protocolVersion = probe.version;
     const discovered = readDiscover(probe.result);
+    if (discovered.listChanged || probe.version !== MODERN_PROTOCOL_VERSION) this.#prefetched = undefined;
     this.#changes.announced(discovered.listChanged);
     if (discovered.serverInfo) this.serverInfo = discovered.serverInfo;
   }
@@ -365,6 +383,7 @@ export class Connection implements McpConnection {
   /** The legacy handshake; also run again when an HTTP session is lost. */
   async #initialize(deadline = Date.now() + this.#initTimeoutMs): Promise<void> {
     this.era = "legacy";
+    this.#prefetched = undefined;
     this.#http?.resetSession();
     const { version, serverInfo } = await initializeLegacy(this.#peer, {
       name: this.#name,
@@ -428,12 +447,20 @@ export class Connection implements McpConnection {
     const pageOptions: McpRequestOptions = { ...options, timeoutMs: options.timeoutMs ?? this.#initTimeoutMs };
     await this.#changes.resubscribeIfEnded(pageOptions.timeoutMs!);
     const mark = this.#changes.listStarted();
+    let prefetched = this.era === "modern" ? this.#prefetched : undefined;
+    this.#prefetched = undefined;
     const { tools, freshUntil } = await listToolPages(
-      (params) =>
-        this.#request("tools/list", params, pageOptions).catch((error: unknown) => {
+      async (params) => {
+        // The first page may be the answer to the request sent beside server/discover; a
+        // failed one is asked again, so its error is the usual request's.
+        const early = params.cursor === undefined ? await prefetched : undefined;
+        prefetched = undefined;
+        if (early !== undefined) return early.result;
+        return await this.#request("tools/list", params, pageOptions).catch((error: unknown) => {
           this.#changes.listFailed(mark);
           throw error;
-        }),
+        });
+      },
       { name: this.#name, warn: (m) => this.#warn(m) },
     );
     this.#changes.listed(mark, freshUntil);

@@ -58,6 +58,8 @@ export interface RegistryOptions {
    * included, detects again unless the configuration pins `protocol`.
    */
   eraCache?: Map<string, McpEra>;
+  /** Each HTTP server's first `tools/list` sent beside `server/discover` (McpConnectOptions `prefetchTools`); default false. */
+  prefetchTools?: boolean;
   /** For HTTP servers; default the global `fetch`. */
   fetch?: typeof fetch;
   /** The agent's working folder: the `cwd` of stdio servers that set none; default `process.cwd()`. */
@@ -143,6 +145,7 @@ class McpRegistry implements ToolRegistry {
     const connectOptions: McpConnectOptions = { sessionId: options.sessionId };
     if (options.maxLineBytes !== undefined) connectOptions.maxLineBytes = options.maxLineBytes;
     if (options.eraCache !== undefined) connectOptions.eraCache = options.eraCache;
+    if (options.prefetchTools !== undefined) connectOptions.prefetchTools = options.prefetchTools;
     if (options.fetch !== undefined) connectOptions.fetch = options.fetch;
     if (options.cwd !== undefined) connectOptions.cwd = options.cwd;
     if (options.env !== undefined) connectOptions.env = options.env;

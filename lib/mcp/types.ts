@@ -212,6 +212,16 @@ export interface McpConnectOptions {
   env?: Record<string, string | undefined>;
   /** Era remembered per server configuration for the life of the process (SPEC section 10). */
   eraCache?: Map<string, McpEra>;
+  /**
+   * Over Streamable HTTP, send the first `tools/list` (in the modern era, at
+   * MODERN_PROTOCOL_VERSION) beside `server/discover` instead of after it, saving a round
+   * trip. Its answer is the first page of the first `listTools()` when the server turns out to
+   * speak that version and announces no `tools.listChanged` (whose stream opens before any
+   * list); otherwise it is dropped and the tools are listed as usual. A legacy server sees one
+   * request it refuses. Default false; for a client that connects once per process (the hook
+   * bridge, docs/BRIDGE.md).
+   */
+  prefetchTools?: boolean;
   /** Non-fatal problems (a repeated cursor, an unparseable line). */
   onWarning?: (message: string) => void;
   /**
