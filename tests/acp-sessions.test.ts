@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeTurn, type RecordedRequest, startFakeLlm } from "../lib/testing/fake-llm.ts";
+import { waitFor } from "./fixtures/mcp/helpers.ts";
 import { type Message, readLog, spawnAgent, tempDir } from "./helpers/acp.ts";
 import { fixtureCommand, messagesOf } from "./helpers/session.ts";
 
@@ -169,7 +170,9 @@ describe("acp session/load, session/list and session/resume (SPEC 12.7)", () => 
       await first.waitFor((m) =>
         m.params?.update?.sessionUpdate === "tool_call_update" && m.params.update.status === "completed"
       );
-      await first.waitFor(() => readLog(log).some((l) => l.includes('"slow"')));
+      // Polled: the fixture may log the slow call after the last message the agent sends before
+      // the kill (first.waitFor looks again only when a message arrives; it waited 30 s once).
+      assert.ok(await waitFor(() => readLog(log).some((l) => l.includes('"slow"')), 20_000), "the slow call started");
       first.child.kill("SIGKILL");
       await first.exited;
 
