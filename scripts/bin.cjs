@@ -7,8 +7,9 @@
 // and a V8 code cache kept in SPROUT_AGENT_CODE_CACHE_DIR (default
 // $XDG_CACHE_HOME/sprout-agent, else ~/.cache/sprout-agent; `off` for none): a Stop event
 // through the todo-enforcer over HTTP takes about 38 ms instead of 56 (docs/PERFORMANCE.md,
-// docs/BRIDGE.md). A cache that is missing, stale, corrupt or cannot be written costs that run
-// the compile and nothing else. CommonJS, because an ES module entry costs Node its ES module
+// docs/BRIDGE.md). A cache that is missing, stale, truncated or cannot be written costs that run
+// the compile and nothing else; one damaged in place can crash V8, which checks no checksum
+// (issue 24, open: a checksum header and an owner check are the fix). CommonJS, because an ES module entry costs Node its ES module
 // loader (about 2.5 ms of each event).
 "use strict";
 
@@ -63,7 +64,7 @@ function startBridge() {
   return true;
 }
 
-/** The folder of the code cache, or undefined for none (`off`, or no usable folder: said on stderr). */
+/** The folder of the code cache, or undefined for none: `off`, no HOME or XDG_CACHE_HOME, or an invalid value (said on stderr). */
 function cacheDir(env) {
   const { isAbsolute } = require("node:path");
   const chosen = env.SPROUT_AGENT_CODE_CACHE_DIR;
